@@ -1,0 +1,35 @@
+"""gradcli: a PyTorch-faithful autograd engine you can drive from a terminal.
+
+As a library it keeps PyTorch's names::
+
+    import gradcli as gc
+    x = gc.tensor([1., 2.], requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    x.grad            # tensor([2., 4.])
+"""
+
+__version__ = "0.1.0"
+
+from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
+from . import autograd  # noqa: F401
+from .creation import (  # noqa: F401
+    allclose, arange, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
+    randn_like, tensor, zeros, zeros_like,
+)
+from .dtypes import (  # noqa: F401
+    Size, bool_ as bool, device, dtype, float16, float32, float64, get_default_dtype, int32, int64,
+    set_default_dtype,
+)
+from .errors import (  # noqa: F401
+    AutogradError, CheckFailed, DeviceError, GradcliError, GradNameError, GradSyntaxError, GradTypeError,
+    LimitError, ShapeError, UsageError,
+)
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .ops import *  # noqa: F401,F403
+from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
+from .tensor import Tensor  # noqa: F401
+
+float = float32  # noqa: A001
+double = float64
+long = int64

@@ -1,0 +1,158 @@
+"""The one seam between the engine and an array library.
+
+The engine never imports numpy or cupy for computation: every tensor carries a
+``Backend`` whose ``xp`` is an array namespace (NumPy, CuPy, or any Python
+array-API namespace such as ``array_api_strict``), plus the few things the array
+API lacks: scatter-add (for index backward), transfer to the host, and
+synchronisation. This is Chainer's ``get_array_module`` turned inside out: the
+tensor knows its backend, so no op has to guess it from the array type.
+
+CuPy is imported only when a CUDA device is asked for, so CPU start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from .errors import DeviceError
+
+_NP_SCALAR = _np.generic
+
+
+class Backend:
+    """An array namespace plus the operations the array API does not provide."""
+
+    __slots__ = ("name", "xp", "device_type", "index", "_dtypes")
+
+    def __init__(self, name: str, xp, device_type: str = "cpu", index: int | None = None):
+        self.name = name               # "cpu", "cuda:0", "array_api_strict"
+        self.xp = xp
+        self.device_type = device_type
+        self.index = index
+        self._dtypes = {}
+
+    # -- dtypes ---------------------------------------------------------------
+    def dtype(self, name: str):
+        """The namespace's dtype object for a gradcli dtype name."""
+        dt = self._dtypes.get(name)
+        if dt is None:
+            dt = self._dtypes[name] = getattr(self.xp, name)
+        return dt
+
+    def dtype_name(self, array) -> str:
+        return _dtype_name(array.dtype)
+
+    # -- the operations the array API lacks ------------------------------------
+    def asarray(self, value, dtype: str | None = None):
+        xp = self.xp
+        if dtype is None:
+            return xp.asarray(value)
+        return xp.asarray(value, dtype=self.dtype(dtype))
+
+    def fix(self, array):
+        """NumPy returns scalars from 0-d arithmetic; keep tensors backed by arrays."""
+        if isinstance(array, _NP_SCALAR):
+            return _np.asarray(array)
+        return array
+
+    def to_host(self, array) -> _np.ndarray:
+        if self.xp is _np:
+            return array
+        if self.device_type == "cuda":
+            return self.xp.asnumpy(array)
+        return _np.asarray(_np.from_dlpack(array)) if hasattr(array, "__dlpack__") else _np.asarray(array)
+
+    def from_host(self, array: _np.ndarray):
+        if self.xp is _np:
+            return array
+        return self.xp.asarray(array)
+
+    def scatter_add(self, target, index, values):
+        """``target[index] += values`` with repeated indices accumulating (index_put_ with accumulate)."""
+        xp = self.xp
+        if xp is _np:
+            _np.add.at(target, index, values)
+        elif self.device_type == "cuda":
+            import cupyx  # only reachable with CuPy present
+            cupyx.scatter_add(target, index, values)
+        else:
+            # Generic array-API path: go through the host (correct, not fast).
+            host = _np.array(self.to_host(target))
+            _np.add.at(host, _host_index(self, index), _np.asarray(self.to_host(values)))
+            return self.from_host(host)
+        return target
+
+    def synchronize(self) -> None:
+        if self.device_type == "cuda":
+            self.xp.cuda.get_current_stream().synchronize()
+
+    def __repr__(self) -> str:
+        return f"Backend({self.name!r})"
+
+
+def _host_index(backend: Backend, index):
+    if isinstance(index, tuple):
+        return tuple(_host_index(backend, i) for i in index)
+    if hasattr(index, "shape") and not isinstance(index, _np.ndarray):
+        return _np.asarray(backend.to_host(index))
+    return index
+
+
+def _dtype_name(dt) -> str:
+    name = getattr(dt, "name", None) or str(dt)
+    return "bool" if name == "bool_" else name
+
+
+NUMPY = Backend("cpu", _np)
+_cache: dict[str, Backend] = {"cpu": NUMPY}
+
+
+def get_backend(device: str | None) -> Backend:
+    """The backend for a device string: "cpu", "cuda", "cuda:N" (or "array_api_strict" for tests)."""
+    if device is None:
+        return NUMPY
+    device = str(device)
+    backend = _cache.get(device)
+    if backend is not None:
+        return backend
+    if device == "cuda":
+        backend = get_backend("cuda:0")
+    elif device.startswith("cuda:"):
+        backend = _cuda_backend(device)
+    elif device == "array_api_strict":
+        import array_api_strict
+        backend = Backend("array_api_strict", array_api_strict)
+    else:
+        raise DeviceError(f"Expected one of cpu, cuda device type at start of device string: {device}",
+                          hint="use --device cpu, cuda or cuda:N")
+    _cache[device] = backend
+    return backend
+
+
+def _cuda_backend(device: str) -> Backend:
+    index_text = device[len("cuda:"):]
+    if not index_text.isdigit():
+        raise DeviceError(f"Invalid device string: '{device}'", hint="use cuda or cuda:N with N a GPU index")
+    index = int(index_text)
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+        raise DeviceError(
+            f"device '{device}' needs CuPy, which is not installed ({type(exc).__name__}: {exc})",
+            hint="install the GPU extra: pip install 'gradcli[gpu]' (CuPy for CUDA 12), or use --device cpu",
+        ) from None
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        raise DeviceError(
+            f"device '{device}' is not available: no CUDA driver or GPU found ({exc})",
+            hint="run on a machine with an NVIDIA GPU and driver, or use --device cpu",
+        ) from None
+    if index >= count:
+        raise DeviceError(
+            f"device '{device}' is not available: this machine has {count} CUDA device(s)",
+            hint=f"use an index below {count}, or --device cpu",
+        )
+
+    cupy.cuda.Device(index).use()
+    return Backend(f"cuda:{index}", cupy, "cuda", index)

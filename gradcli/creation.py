@@ -1,0 +1,240 @@
+"""Constructors: ``tensor``, ``ones``, ``zeros``, ``rand``... each taking dtype, device, requires_grad.
+
+Every constructor checks the element limit before allocating. Random values come
+from a NumPy generator seeded by ``manual_seed`` (``--seed``); they are
+reproducible within gradcli but are not the numbers torch's generator draws.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+from . import dtypes as _dt
+from .backend import get_backend
+from .errors import GradTypeError, ShapeError
+from .function import function
+from .limits import check_numel
+from .tensor import Tensor
+
+_RNG = [_np.random.default_rng()]
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator behind rand/randn/rand_like."""
+    _RNG[0] = _np.random.default_rng(int(seed))
+
+
+def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
+    backend = get_backend(device)
+    data = backend.from_host(host) if backend.xp is not _np else host
+    if backend.xp is not _np:
+        data = backend.asarray(data, dtype)
+    t = Tensor._make(data, backend)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        size = tuple(size[0])
+    for s in size:
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise GradTypeError(f"size must be a sequence of ints, but got {type(s).__name__}")
+        if s < 0:
+            raise ShapeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+    check_numel(size)
+    return tuple(size)
+
+
+def _float(dtype) -> str:
+    return (_dt.DEFAULTS.float if dtype is None else _dt.by_name(dtype)).name
+
+
+@function("tensor(data, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A tensor from a number or (nested) list; ints give int64, floats the default dtype."""
+    if isinstance(data, Tensor):
+        data = data._backend.to_host(data._data)
+        inferred = _dt.DTYPES[_dt._dtype_name(data.dtype)].name if hasattr(_dt, "_dtype_name") else None
+    _check_nested(data)
+    host = _np.asarray(data)
+    if host.dtype == object or host.dtype.kind in "USO":
+        raise GradTypeError(f"could not convert {type(data).__name__} to a tensor of numbers")
+    if dtype is None:
+        kind = host.dtype.kind
+        name = "bool" if kind == "b" else "int64" if kind in "iu" else _dt.DEFAULTS.float.name
+    else:
+        name = _dt.by_name(dtype).name
+    check_numel(host.shape)
+    host = host.astype(name if name != "bool" else _np.bool_, copy=True)
+    return _finish(host, name, device, requires_grad)
+
+
+def _check_nested(data) -> None:
+    """Reject ragged lists with torch's message, without recursion."""
+    if not isinstance(data, (list, tuple)):
+        return
+    stack = [(data, 0)]
+    shape = {}
+    while stack:
+        seq, depth = stack.pop()
+        if depth in shape and shape[depth] != len(seq):
+            raise ShapeError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(seq)})")
+        shape[depth] = len(seq)
+        kinds = {isinstance(v, (list, tuple)) for v in seq}
+        if len(kinds) > 1:
+            raise ShapeError(f"expected sequence of length {len(seq)} at dim {depth + 1}")
+        for v in seq:
+            if isinstance(v, (list, tuple)):
+                stack.append((v, depth + 1))
+            elif isinstance(v, Tensor):
+                if v.numel() != 1:
+                    raise GradTypeError("only one element tensors can be converted to Python scalars")
+            elif not isinstance(v, (int, float, bool)):
+                raise GradTypeError(f"new(): invalid data type '{type(v).__name__}'")
+
+
+def _filled(value, size, dtype, device, requires_grad):
+    shape = _size(size)
+    name = _float(dtype)
+    return _finish(_np.full(shape, value, dtype=name), name, device, requires_grad)
+
+
+@function("ones(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones."""
+    return _filled(1, size, dtype, device, requires_grad)
+
+
+@function("zeros(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros."""
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+@function("full(size, fill_value, dtype=None, device=None, requires_grad=False)", method=False,
+          category="creation")
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with one value (its dtype inferred from the value)."""
+    if isinstance(size, int):
+        size = (size,)
+    if dtype is None:
+        dtype = "bool" if isinstance(fill_value, bool) else "int64" if isinstance(fill_value, int) else None
+    shape = _size(tuple(size))
+    name = _float(dtype)
+    return _finish(_np.full(shape, fill_value, dtype=name), name, device, requires_grad)
+
+
+@function("rand(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    """Uniform random values in [0, 1) (seed with --seed)."""
+    shape = _size(size)
+    name = _float(dtype)
+    return _finish(_RNG[0].random(shape).astype(name), name, device, requires_grad)
+
+
+@function("randn(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    """Standard normal random values (seed with --seed)."""
+    shape = _size(size)
+    name = _float(dtype)
+    return _finish(_RNG[0].standard_normal(shape).astype(name), name, device, requires_grad)
+
+
+@function("arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False)", method=False,
+          category="creation")
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Values from start (default 0) up to end, by step; integers give int64."""
+    if end is None:
+        start, end = 0, start
+    for v in (start, end, step):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise GradTypeError("arange() arguments must be numbers")
+    if step == 0:
+        raise ShapeError("step must be nonzero")
+    count = max(0, -(-(end - start) // step)) if all(isinstance(v, int) for v in (start, end, step)) \
+        else max(0, int(_np.ceil((end - start) / step)))
+    if (end - start) * step < 0:
+        raise ShapeError("upper bound and larger bound inconsistent with step sign")
+    check_numel((count,))
+    if dtype is None:
+        name = "int64" if all(isinstance(v, int) for v in (start, end, step)) else _dt.DEFAULTS.float.name
+    else:
+        name = _dt.by_name(dtype).name
+    host = (start + step * _np.arange(count, dtype=_np.float64)).astype(name) if name != "int64" \
+        else _np.arange(start, end, step, dtype=_np.int64)
+    return _finish(host, name, device, requires_grad)
+
+
+@function("linspace(start, end, steps, dtype=None, device=None, requires_grad=False)", method=False,
+          category="creation")
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from start to end inclusive."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise GradTypeError("linspace(): number of steps must be a non-negative int")
+    check_numel((steps,))
+    name = _float(dtype)
+    return _finish(_np.linspace(start, end, steps).astype(name), name, device, requires_grad)
+
+
+@function("eye(n, m=None, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The identity matrix (n x m)."""
+    m = n if m is None else m
+    shape = _size((n, m))
+    name = _float(dtype)
+    return _finish(_np.eye(*shape, dtype=name), name, device, requires_grad)
+
+
+def _like(fill, input, dtype, device, requires_grad):
+    name = input.dtype.name if dtype is None else _dt.by_name(dtype).name
+    device = str(input.device) if device is None else device
+    shape = tuple(input.shape)
+    check_numel(shape)
+    host = fill(shape, name)
+    return _finish(host, name, device, requires_grad)
+
+
+@function("ones_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def ones_like(input, dtype=None, device=None, requires_grad=False):
+    """Ones with ``input``'s shape, dtype and device."""
+    return _like(lambda s, d: _np.ones(s, dtype=d), input, dtype, device, requires_grad)
+
+
+@function("zeros_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def zeros_like(input, dtype=None, device=None, requires_grad=False):
+    """Zeros with ``input``'s shape, dtype and device."""
+    return _like(lambda s, d: _np.zeros(s, dtype=d), input, dtype, device, requires_grad)
+
+
+@function("full_like(input, fill_value, dtype=None, device=None, requires_grad=False)", method=False,
+          category="creation")
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` with ``input``'s shape, dtype and device."""
+    return _like(lambda s, d: _np.full(s, fill_value, dtype=d), input, dtype, device, requires_grad)
+
+
+@function("rand_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+def rand_like(input, dtype=None, device=None, requires_grad=False):
+    """Uniform random values with ``input``'s shape, dtype and device."""
+    return _like(lambda s, d: _RNG[0].random(s).astype(d), input, dtype, device, requires_grad)
+
+
+@function("randn_like(input, dtype=None, device=None, requires_grad=False)", method=False,
+          category="creation")
+def randn_like(input, dtype=None, device=None, requires_grad=False):
+    """Standard normal values with ``input``'s shape, dtype and device."""
+    return _like(lambda s, d: _RNG[0].standard_normal(s).astype(d), input, dtype, device, requires_grad)
+
+
+@function("allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False)", differentiable=False,
+          category="comparison")
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True when |input - other| <= atol + rtol * |other| everywhere (a Python bool)."""
+    a = input._backend.to_host(input._data) if isinstance(input, Tensor) else _np.asarray(input)
+    b = other._backend.to_host(other._data) if isinstance(other, Tensor) else _np.asarray(other)
+    try:
+        return bool(_np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    except ValueError:
+        raise ShapeError(f"The size of tensor a ({a.shape}) must match the size of tensor b ({b.shape})") from None

@@ -1,0 +1,311 @@
+"""The backward engine: one loop over the graph in dependency order.
+
+1. Walk the graph from the roots once (an explicit stack, never recursion) and
+   count, for every node, how many edges lead into it.
+2. Pop ready nodes (all their consumers done) in PyTorch's order, most recently
+   created first; run tensor hooks, keep retained grads, call the node's
+   formulas, and add each input's gradient into that input's buffer.
+3. ``AccumulateGrad`` nodes add into ``leaf.grad``; ``autograd.grad`` instead
+   captures the gradients of the requested inputs and touches no ``.grad``.
+
+Without ``create_graph`` gradients flow as plain arrays with grad mode off;
+with it they flow as tensors through differentiable formulas, so the result has
+a graph of its own.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+
+from .errors import AutogradError, GradTypeError, ShapeError
+from .grad_mode import STATE as _GRAD
+from .math import math_for
+from .node import AccumulateGrad
+from .tensor import Tensor
+
+_UNUSED = ("One of the differentiated Tensors appears to not have been used in the graph. "
+           "Set allow_unused=True if this is the desired behavior.")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """``torch.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
+    tensors = _as_list(tensors)
+    roots = _roots(tensors, grad_tensors, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    targets = None
+    if inputs is not None:
+        targets = [_input_node(t) for t in _as_list(inputs)]
+    _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """``torch.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``, as a tuple."""
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor) or not t._requires_grad:
+            raise AutogradError(f"One of the differentiated Tensors does not require grad")
+    roots = _roots(outputs, grad_outputs, create_graph)
+    if retain_graph is None:
+        retain_graph = create_graph
+    targets = [_input_node(t) for t in inputs]
+    captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=False)
+    result = []
+    for t, node in zip(inputs, targets):
+        g = captured.get(node)
+        if g is None:
+            if materialize_grads:
+                result.append(Tensor._make(t._backend.xp.zeros_like(t._data), t._backend))
+                continue
+            if not allow_unused:
+                raise AutogradError(_UNUSED)
+            result.append(None)
+        else:
+            result.append(g if isinstance(g, Tensor) else Tensor._make(g, t._backend))
+    return tuple(result)
+
+
+# -- roots and targets --------------------------------------------------------------------
+
+def _as_list(x):
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def _input_node(t: Tensor):
+    return t.grad_fn if t.grad_fn is not None else t._accumulator()
+
+
+def _roots(tensors, grad_tensors, create_graph):
+    if grad_tensors is not None and not isinstance(grad_tensors, (list, tuple)):
+        grad_tensors = [grad_tensors]
+    if grad_tensors is not None and len(grad_tensors) != len(tensors):
+        raise GradTypeError(f"grad_tensors has {len(grad_tensors)} entries but there are "
+                            f"{len(tensors)} tensors")
+    roots = []
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise GradTypeError(f"element {i} of tensors is not a Tensor")
+        if not t._requires_grad:
+            raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        g = None if grad_tensors is None else grad_tensors[i]
+        roots.append((_input_node(t), _root_grad(t, g, i, create_graph)))
+    return roots
+
+
+def _root_grad(t: Tensor, g, i: int, create_graph: bool):
+    backend = t._backend
+    if g is None:
+        if t._data.size != 1:
+            raise AutogradError("grad can be implicitly created only for scalar outputs")
+        g = backend.xp.ones_like(t._data)
+        return Tensor._make(g, backend) if create_graph else g
+    if not isinstance(g, Tensor):
+        from .creation import tensor as _tensor
+        g = _tensor(g, dtype=t.dtype, device=str(t.device))
+    if tuple(g._data.shape) != tuple(t._data.shape):
+        raise ShapeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
+                         f"output[{i}] has a shape of {t.shape}.")
+    if g._backend is not backend:
+        raise AutogradError(f"grad_output[{i}] is on device {g.device} but output[{i}] is on {t.device}")
+    if create_graph:
+        return g
+    data = g._data
+    return data if data.dtype == t._data.dtype else data.astype(t._data.dtype)
+
+
+# -- the walk -------------------------------------------------------------------------------
+
+def _dependencies(roots):
+    """Edge counts into every node reachable from the roots, and the parents of each node."""
+    deps = {}
+    parents = {}
+    stack = []
+    for node, _ in roots:
+        if node not in deps:
+            deps[node] = 0
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is None:
+                continue
+            count = deps.get(child)
+            if count is None:
+                deps[child] = 1
+                parents[child] = [node]
+                stack.append(child)
+            else:
+                deps[child] = count + 1
+                parents[child].append(node)
+    return deps, parents
+
+
+def _needed(targets, parents):
+    """Nodes from which some target is reachable: the only ones autograd.grad runs."""
+    needed = set()
+    stack = [t for t in targets if t is not None]
+    while stack:
+        node = stack.pop()
+        if node in needed:
+            continue
+        needed.add(node)
+        stack.extend(parents.get(node, ()))
+    return needed
+
+
+def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate: bool):
+    deps, parents = _dependencies(roots)
+    needed = None
+    target_set = None
+    captured = {}
+    if targets is not None:
+        target_set = set(targets)
+        needed = _needed(target_set, parents)
+        # Recount dependencies inside the needed subgraph only.
+        deps = {n: 0 for n in deps if n in needed}
+        for n in deps:
+            for child, _ in n.next_functions:
+                if child is not None and child in deps:
+                    deps[child] += 1
+
+    buffers = {}
+    for node, g in roots:
+        if node in buffers:
+            buffers[node] = buffers[node] + g
+        else:
+            buffers[node] = g
+    ready = []
+    for node, _ in roots:
+        if deps.get(node, 0) == 0 and (needed is None or node in needed) and node not in ready:
+            heappush(ready, (-node._seq, id(node), node))
+
+    backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
+    F = None
+    prev_mode = _GRAD.enabled
+    _GRAD.enabled = create_graph
+    try:
+        while ready:
+            node = heappop(ready)[2]
+            g = buffers.pop(node, None)
+            if g is not None:
+                if node._pre_hooks:
+                    g = _run_hooks(node._pre_hooks, g, create_graph)
+                if node._retain is not None:
+                    _retain(node._retain, g, create_graph)
+            if target_set is not None and node in target_set:
+                if g is not None:
+                    captured[node] = g
+            if node.__class__ is AccumulateGrad:
+                if accumulate and g is not None:
+                    _accumulate(node.variable, g, create_graph)
+                continue
+            if g is None:
+                grads = None
+            else:
+                if F is None:
+                    F = math_for(create_graph, _backend_of(node, g, backend))
+                grads = node.apply(g, F, create_graph)
+                if not retain_graph:
+                    node._release()
+            for i, (child, _) in enumerate(node.next_functions):
+                if child is None:
+                    continue
+                if needed is not None and child not in needed:
+                    continue
+                cg = None if grads is None else grads[i]
+                if cg is not None:
+                    prev = buffers.get(child)
+                    buffers[child] = cg if prev is None else prev + cg
+                count = deps[child] - 1
+                deps[child] = count
+                if count == 0:
+                    heappush(ready, (-child._seq, id(child), child))
+    finally:
+        _GRAD.enabled = prev_mode
+    return captured
+
+
+def _backend_of(node, g, fallback):
+    backend = getattr(g, "_backend", None)
+    if backend is not None:
+        return backend
+    if fallback is not None:
+        return fallback
+    from .backend import NUMPY, get_backend
+    if type(g).__module__.startswith("numpy"):
+        return NUMPY
+    return node._result_backend()
+
+
+def _as_tensor(g, create_graph: bool, backend=None):
+    if create_graph:
+        return g
+    from .backend import NUMPY
+    return Tensor._make(g, backend or NUMPY)
+
+
+def _run_hooks(hooks, g, create_graph: bool):
+    backend = _array_backend(g)
+    for hook in list(hooks.values()):
+        t = g if create_graph else Tensor._make(g, backend)
+        out = hook(t)
+        if out is None:
+            continue
+        if not isinstance(out, Tensor):
+            raise GradTypeError(f"hook returned {type(out).__name__}, expected a Tensor or None")
+        if tuple(out.shape) != tuple(t.shape):
+            raise ShapeError(f"hook 'hook' has changed the size of value")
+        g = out if create_graph else out._data
+    return g
+
+
+def _array_backend(g):
+    from .backend import NUMPY, get_backend
+    backend = getattr(g, "_backend", None)
+    if backend is not None:
+        return backend
+    mod = type(g).__module__
+    if mod.startswith("numpy"):
+        return NUMPY
+    if mod.startswith("cupy"):
+        return get_backend(f"cuda:{g.device.id}")
+    return get_backend("array_api_strict")
+
+
+def _retain(ref, g, create_graph: bool) -> None:
+    t = ref()
+    if t is None:
+        return
+    new = g if create_graph else Tensor._make(g.copy(), t._backend)
+    if t._grad is None:
+        t._grad = new if not create_graph else g
+    else:
+        t._grad = t._grad + new
+
+
+def _accumulate(leaf: Tensor, g, create_graph: bool) -> None:
+    if leaf._hooks:
+        g = _run_hooks(leaf._hooks, g, create_graph)
+    if create_graph:
+        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        return
+    if g.shape != leaf._data.shape:  # defensive: formulas return input-shaped gradients
+        raise ShapeError(f"gradient of shape {tuple(g.shape)} for a leaf of shape {tuple(leaf.shape)}")
+    current = leaf._grad
+    if current is None:
+        leaf._grad = Tensor._make(_copy(g, leaf), leaf._backend)
+    elif current._grad is None and current.grad_fn is None and not current._requires_grad:
+        current._data += g  # in place, as torch: the .grad object a user holds sees the sum
+        current._version[0] += 1
+    else:
+        leaf._grad = current + Tensor._make(g, leaf._backend)
+
+
+def _copy(g, leaf):
+    xp = leaf._backend.xp
+    out = xp.asarray(g, dtype=leaf._data.dtype, copy=True)
+    return out

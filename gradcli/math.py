@@ -1,0 +1,227 @@
+"""The ``F`` namespaces that derivative formulas are evaluated against.
+
+``ArrayMath`` works on raw arrays of one backend (array-API names only, so NumPy,
+CuPy and ``array_api_strict`` share it) and is used for ordinary backward.
+``TensorMath`` has the same functions built from gradcli's differentiable ops and
+is used under ``create_graph=True``, so a gradient has a graph of its own.
+Keep the two in step: every formula in the op table may call any name here.
+"""
+
+from __future__ import annotations
+
+import math as _math
+
+
+def _shape(x):
+    return tuple(x.shape)
+
+
+def _sum_to_axes(shape, target):
+    """Axes to sum (and whether to keep them) to reduce ``shape`` to broadcastable ``target``."""
+    lead = len(shape) - len(target)
+    axes = tuple(range(lead))
+    keep = tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
+    return axes, keep
+
+
+class ArrayMath:
+    """Formula functions on plain arrays of one backend."""
+
+    differentiable = False
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.xp = backend.xp
+
+    # elementwise
+    def exp(self, x): return self.xp.exp(x)
+    def log(self, x): return self.xp.log(x)
+    def sin(self, x): return self.xp.sin(x)
+    def cos(self, x): return self.xp.cos(x)
+    def sign(self, x): return self.xp.sign(x)
+    def abs(self, x): return self.xp.abs(x)
+    def sqrt(self, x): return self.xp.sqrt(x)
+
+    def where(self, cond, a, b):
+        xp = self.xp
+        dtype = a.dtype if hasattr(a, "dtype") else b.dtype
+        if not hasattr(a, "dtype"):
+            a = xp.asarray(a, dtype=dtype)
+        if not hasattr(b, "dtype"):
+            b = xp.asarray(b, dtype=dtype)
+        return xp.where(cond, a, b)
+
+    def zeros_like(self, x): return self.xp.zeros_like(x)
+    def logical_and(self, a, b): return self.xp.logical_and(a, b)
+    def mask(self, cond, like): return self.xp.astype(cond, like.dtype)
+
+    # shapes
+    def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
+    def expand(self, x, shape): return self.xp.broadcast_to(x, tuple(shape))
+    def transpose(self, x, d0, d1):
+        perm = list(range(x.ndim))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self.xp.permute_dims(x, tuple(perm))
+    def permute(self, x, dims): return self.xp.permute_dims(x, tuple(dims))
+    def t(self, x): return x if x.ndim < 2 else self.xp.permute_dims(x, (1, 0))
+    def mT(self, x): return self.transpose(x, -2 % x.ndim, -1 % x.ndim)
+
+    def sum_to(self, x, shape):
+        shape = tuple(shape)
+        if _shape(x) == shape:
+            return x
+        axes, keep = _sum_to_axes(_shape(x), shape)
+        xp = self.xp
+        if keep:
+            x = xp.sum(x, axis=keep, keepdims=True)
+        if axes:
+            x = xp.sum(x, axis=axes)
+        return xp.reshape(x, shape)
+
+    def sum(self, x, dim=None, keepdim=False):
+        return self.xp.sum(x, axis=dim, keepdims=keepdim)
+
+    def prod(self, x, dim=None, keepdim=False):
+        return self.xp.prod(x, axis=dim, keepdims=keepdim)
+
+    def unsqueeze_dims(self, x, dims, ndim):
+        """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""
+        shape = list(_shape(x))
+        for d in sorted(dims):
+            shape.insert(d, 1)
+        return self.xp.reshape(x, tuple(shape))
+
+    # linear algebra
+    def mm(self, a, b): return self.xp.matmul(a, b)
+    def mv(self, a, v): return self.xp.matmul(a, v)
+    def bmm(self, a, b): return self.xp.matmul(a, b)
+    def outer(self, a, b): return self.xp.reshape(a, (-1, 1)) * self.xp.reshape(b, (1, -1))
+
+    # indexing
+    def take(self, x, key): return x[key]
+
+    def embed(self, grad, shape, key, accumulate: bool):
+        """Zeros of ``shape`` with ``grad`` placed at ``key`` (the backward of indexing)."""
+        out = self.xp.zeros(tuple(shape), dtype=grad.dtype)
+        if accumulate:
+            result = self.backend.scatter_add(out, key, grad)
+            return out if result is None else result
+        out[key] = grad
+        return out
+
+    def cat_slices(self, grad, dim, sizes):
+        out, start = [], 0
+        for size in sizes:
+            index = [slice(None)] * grad.ndim
+            index[dim] = slice(start, start + size)
+            out.append(grad[tuple(index)])
+            start += size
+        return out
+
+    def constant(self, array): return array
+
+    def cast(self, x, like):
+        return x if x.dtype == like.dtype else self.xp.astype(x, like.dtype)
+
+
+class TensorMath:
+    """The same functions as ``ArrayMath``, on tensors, recorded in the graph."""
+
+    differentiable = True
+
+    def __init__(self, backend):
+        self.backend = backend
+        from . import ops
+        self.ops = ops
+
+    def _t(self, x):
+        from .tensor import Tensor
+        return x if isinstance(x, Tensor) else Tensor._make(self.backend.xp.asarray(x), self.backend)
+
+    def exp(self, x): return self.ops.exp(x)
+    def log(self, x): return self.ops.log(self._t(x))
+    def sin(self, x): return self.ops.sin(x)
+    def cos(self, x): return self.ops.cos(x)
+    def sign(self, x): return self.ops.sign(x)
+    def abs(self, x): return self.ops.abs(x)
+    def sqrt(self, x): return self.ops.sqrt(x)
+    def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
+    def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
+    def logical_and(self, a, b): return self.ops.logical_and(self._t(a), self._t(b))
+    def mask(self, cond, like): return self._t(cond).to(like.dtype)
+
+    def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
+    def expand(self, x, shape): return self.ops.expand(x, tuple(shape))
+    def transpose(self, x, d0, d1): return self.ops.transpose(x, d0, d1)
+    def permute(self, x, dims): return self.ops.permute(x, tuple(dims))
+    def t(self, x): return self.ops.t(x)
+    def mT(self, x): return self.ops.transpose(x, -2, -1)
+
+    def sum_to(self, x, shape):
+        shape = tuple(shape)
+        if _shape(x) == shape:
+            return x
+        axes, keep = _sum_to_axes(_shape(x), shape)
+        if keep:
+            x = self.ops.sum(x, keep, keepdim=True)
+        if axes:
+            x = self.ops.sum(x, axes)
+        return self.ops.reshape(x, shape)
+
+    def sum(self, x, dim=None, keepdim=False):
+        return self.ops.sum(x) if dim is None and not keepdim else self.ops.sum(x, dim, keepdim=keepdim)
+
+    def prod(self, x, dim=None, keepdim=False):
+        if dim is None:
+            return self.ops.prod(x)
+        out = x
+        for d in sorted(dim, reverse=True):
+            out = self.ops.prod(out, d, keepdim=True)
+        if not keepdim:
+            out = self.ops.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
+        return out
+
+    def unsqueeze_dims(self, x, dims, ndim):
+        shape = list(_shape(x))
+        for d in sorted(dims):
+            shape.insert(d, 1)
+        return self.ops.reshape(x, tuple(shape))
+
+    def mm(self, a, b): return self.ops.mm(a, b)
+    def mv(self, a, v): return self.ops.mv(a, v)
+    def bmm(self, a, b): return self.ops.bmm(a, b)
+    def outer(self, a, b): return self.ops.outer(a, b)
+
+    def take(self, x, key): return self.ops.index_with_key(x, key)
+
+    def embed(self, grad, shape, key, accumulate: bool):
+        return self.ops.embed(grad, tuple(shape), key, accumulate)
+
+    def cat_slices(self, grad, dim, sizes):
+        out, start = [], 0
+        for size in sizes:
+            out.append(self.ops.narrow(grad, dim, start, size))
+            start += size
+        return out
+
+    def constant(self, array): return self._t(array)
+
+    def cast(self, x, like):
+        return x if x.dtype == like.dtype else x.to(like.dtype)
+
+
+_cache: dict = {}
+
+
+def math_for(differentiable: bool, backend):
+    key = (differentiable, backend.name)
+    F = _cache.get(key)
+    if F is None:
+        F = _cache[key] = (TensorMath if differentiable else ArrayMath)(backend)
+    return F
+
+
+def scalar_log(x: float) -> float:
+    if x > 0:
+        return _math.log(x)
+    return float("-inf") if x == 0 else float("nan")

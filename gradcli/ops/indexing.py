@@ -1,0 +1,188 @@
+"""Indexing: ``x[key]`` decomposed as torch does it.
+
+Working left to right, an int becomes ``select`` (SelectBackward0), a slice
+``slice`` (SliceBackward0; a bare ``:`` inside a tuple is skipped), ``None``
+``unsqueeze``; integer lists and bool/integer tensors are gathered last in one
+advanced-index op (IndexBackward0). A key that records nothing is an alias.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradTypeError, ShapeError
+from ..function import apply, function
+from ..node import define_node
+from ..tensor import Tensor, _wrap_dim
+from .shape import AliasBackward0, unsqueeze
+
+SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
+                              self="F.embed(grad, self_sizes, key, False)",
+                              forward=lambda xp, x, key: x[key])
+SliceBackward0 = define_node("SliceBackward0", attrs=("key",),
+                             self="F.embed(grad, self_sizes, key, False)",
+                             forward=lambda xp, x, key: x[key])
+IndexBackward0 = define_node("IndexBackward0", attrs=("key",),
+                             self="F.embed(grad, self_sizes, key, True)",
+                             forward=lambda xp, x, key: x[key])
+# Double backward of indexing: place a gradient into zeros; its own backward indexes again.
+SliceBackwardBackward0 = define_node("SliceBackwardBackward0", attrs=("shape", "key"),
+                                     self="F.take(grad, key)",
+                                     forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, False))
+IndexPutBackward0 = define_node("IndexPutBackward0", attrs=("shape", "key"),
+                                self="F.take(grad, key)",
+                                forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, True))
+
+
+def _embed(xp, g, shape, key, accumulate):
+    from ..backend import NUMPY
+    out = xp.zeros(shape, dtype=g.dtype)
+    if accumulate:
+        if xp is NUMPY.xp:
+            NUMPY.xp.add.at(out, key, g)
+            return out
+        from ..backend import get_backend
+        raise GradTypeError("double backward through advanced indexing is only supported on the CPU")
+    out[key] = g
+    return out
+
+
+def embed(grad, shape, key, accumulate):
+    return apply(IndexPutBackward0 if accumulate else SliceBackwardBackward0, (grad,), (shape, key))
+
+
+def index_with_key(x, key):
+    return apply(IndexBackward0, (x,), (key,))
+
+
+def narrow(x, dim, start, length):
+    key = (slice(None),) * dim + (slice(start, start + length),)
+    return apply(SliceBackward0, (x,), (key,))
+
+
+def _is_advanced(item) -> bool:
+    if isinstance(item, Tensor):
+        return item.ndim > 0 or item.dtype.name == "bool"
+    return isinstance(item, list)
+
+
+def _consumed(item) -> int:
+    if item is None:
+        return 0
+    if isinstance(item, Tensor) and item.dtype.name == "bool":
+        return item.ndim
+    return 1
+
+
+def getitem(x: Tensor, key):
+    """``x[key]`` for ints, slices, None, ..., integer lists and bool/integer tensors."""
+    single = not isinstance(key, tuple)
+    items = [key] if single else list(key)
+    if sum(1 for i in items if i is Ellipsis) > 1:
+        raise GradTypeError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(i) for i in items if i is not Ellipsis)
+    if used > x.ndim:
+        raise ShapeError(f"too many indices for tensor of dimension {x.ndim}")
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (x.ndim - used)
+        single = False
+    out, d = x, 0
+    advanced = []
+    recorded = False
+    for item in items:
+        if item is None:
+            out = unsqueeze(out, d)
+            d += 1
+            recorded = True
+        elif isinstance(item, slice):
+            if single or item != slice(None):
+                out = _slice(out, d, item)
+                recorded = True
+            d += 1
+        elif _is_advanced(item):
+            advanced.append((d, _index_array(out, item)))
+            d += _consumed(item)
+        elif isinstance(item, (int, Tensor)) and not isinstance(item, bool):
+            out = _select(out, d, int(item))
+            recorded = True
+        elif isinstance(item, bool):
+            raise GradTypeError("indexing with a bare True/False is not supported")
+        else:
+            raise GradTypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                                f"Variables are valid indices (got {type(item).__name__})")
+    if advanced:
+        full = [slice(None)] * out.ndim
+        for dim, arr in reversed(advanced):
+            span = 1 if arr.dtype != bool else arr.ndim
+            full[dim:dim + span] = [arr]
+        return apply(IndexBackward0, (out,), (tuple(full),))
+    if not recorded:
+        return apply(AliasBackward0, (out,))
+    return out
+
+
+def _select(x, dim, index):
+    if x.ndim == 0:
+        raise ShapeError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    size = x.shape[dim]
+    if not -size <= index < size:
+        raise ShapeError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+    return apply(SelectBackward0, (x,), ((slice(None),) * dim + (index % size,),))
+
+
+def _slice(x, dim, item):
+    if x.ndim == 0:
+        raise ShapeError("slice() cannot be applied to a 0-dim tensor.")
+    if item.step is not None and item.step <= 0:
+        raise ShapeError("step must be greater than zero")
+    for part in (item.start, item.stop, item.step):
+        if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
+            raise GradTypeError("slice indices must be integers or None")
+    return apply(SliceBackward0, (x,), ((slice(None),) * dim + (item,),))
+
+
+def _index_array(x, item):
+    xp = x._backend.xp
+    if isinstance(item, Tensor):
+        arr = item._data
+        if item.dtype.name == "bool":
+            return arr
+        if item.dtype.category != 1:
+            raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+        return arr
+    flat = _flatten_list(item)
+    if any(isinstance(v, bool) for v in flat) and all(isinstance(v, bool) for v in flat):
+        return xp.asarray(item, dtype=xp.bool)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
+        raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+    return xp.asarray(item, dtype=xp.int64)
+
+
+def _flatten_list(item):
+    out, stack = [], [item]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        else:
+            out.append(v)
+    return out
+
+
+def _checked_getitem(self, key):
+    try:
+        return getitem(self, key)
+    except IndexError as exc:
+        raise ShapeError(str(exc)) from None
+
+
+Tensor.__getitem__ = _checked_getitem
+
+
+@function("select(input, dim, index)", grad_fns=("SelectBackward0",), category="shape")
+def select(input, dim, index):
+    """The slice at ``index`` along ``dim`` (that dim removed)."""
+    return _select(input, _wrap_dim(dim, input.ndim), int(index))
+
+
+function("narrow(input, dim, start, length)", grad_fns=("SliceBackward0",), category="shape")(narrow)

@@ -1,0 +1,463 @@
+"""Elementwise operations: arithmetic, unary math, comparisons and in-place updates.
+
+Each ``define_node`` is one derivatives.yaml entry: the grad_fn name PyTorch uses,
+the forward on arrays, and one formula per input. Broadcasting inputs are
+summed back to their shapes by the node base (``broadcasts=True``).
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..errors import AutogradError, ShapeError, GradTypeError
+from ..function import apply, as_tensor_arg, function
+from ..grad_mode import STATE as _GRAD
+from ..node import define_node
+from ..tensor import Tensor
+
+_SCALARS = (int, float, bool)
+
+# -- binary arithmetic -------------------------------------------------------------------
+
+AddBackward0 = define_node(
+    "AddBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
+    forward=None, self="grad", other="grad if alpha == 1 else grad * alpha")
+SubBackward0 = define_node(
+    "SubBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
+    self="grad", other="-grad if alpha == 1 else -grad * alpha")
+RsubBackward1 = define_node(
+    "RsubBackward1", inputs=("self",), attrs=("other", "alpha"),
+    self="-grad if alpha == 1 else -grad * alpha")
+MulBackward0 = define_node(
+    "MulBackward0", inputs=("self", "other"), broadcasts=True,
+    self="grad * other", other="grad * self")
+DivBackward0 = define_node(
+    "DivBackward0", inputs=("self", "other"), broadcasts=True,
+    self="grad / other", other="-grad * self / (other * other)")
+NegBackward0 = define_node("NegBackward0", self="-grad")
+PowBackward0 = define_node(
+    "PowBackward0", attrs=("exponent",),
+    self="F.zeros_like(grad) if exponent == 0 else grad * (exponent * self ** (exponent - 1))")
+PowBackward1 = define_node(
+    "PowBackward1", inputs=("self", "exponent"), broadcasts=True,
+    self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
+    exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
+PowBackward2 = define_node(
+    "PowBackward2", inputs=("exponent",), attrs=("self",),
+    exponent="grad * result * scalar_log(self)")
+
+AddBackward0.forward = staticmethod(lambda xp, a, b, alpha: a + b if alpha == 1 else a + alpha * b)
+SubBackward0.forward = staticmethod(lambda xp, a, b, alpha: a - b if alpha == 1 else a - alpha * b)
+RsubBackward1.forward = staticmethod(lambda xp, a, other, alpha: other - (a if alpha == 1 else alpha * a))
+MulBackward0.forward = staticmethod(lambda xp, a, b: a * b)
+DivBackward0.forward = staticmethod(lambda xp, a, b: a / b)
+NegBackward0.forward = staticmethod(lambda xp, a: -a)
+PowBackward0.forward = staticmethod(lambda xp, a, e: a ** e)
+PowBackward1.forward = staticmethod(lambda xp, a, e: a ** e)
+PowBackward2.forward = staticmethod(lambda xp, e, base: base ** e)
+
+
+def _operands(a, b, name: str):
+    """Check operands, broadcast-compatibility and promote dtypes as torch does.
+
+    Returns ``(a, b, arrays)``; ``arrays`` is None unless a cast was needed.
+    """
+    ta, tb = a.__class__ is Tensor, b.__class__ is Tensor
+    if ta and tb:
+        da, db = a._data, b._data
+        if da.shape != db.shape:
+            _check_broadcast(da.shape, db.shape)
+        if da.dtype == db.dtype:
+            return None
+        target = _dt.result_type((a, b))
+        xp = a._backend.xp
+        dt = a._backend.dtype(target)
+        return [da if da.dtype == dt else xp.astype(da, dt), db if db.dtype == dt else xp.astype(db, dt)]
+    t, s = (a, b) if ta else (b, a)
+    if not isinstance(s, _SCALARS) or t.__class__ is not Tensor:
+        bad = s if t.__class__ is Tensor else t
+        raise GradTypeError(f"{name}(): unsupported operand type {type(bad).__name__}")
+    cat = t.dtype.category
+    scat = 0 if s is True or s is False else (1 if isinstance(s, int) else 2)
+    if scat > cat:
+        target = _dt.result_type((t, s))
+        xp = t._backend.xp
+        cast = xp.astype(t._data, t._backend.dtype(target))
+        s = float(s) if scat == 2 else int(s)
+        return [cast, s] if ta else [s, cast]
+    return None
+
+
+def _check_broadcast(sa, sb) -> None:
+    for i in range(1, min(len(sa), len(sb)) + 1):
+        x, y = sa[-i], sb[-i]
+        if x != y and x != 1 and y != 1:
+            dim = max(len(sa), len(sb)) - i
+            raise ShapeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                             f"at non-singleton dimension {dim}")
+
+
+def _binary(cls, a, b, attrs, name):
+    return apply(cls, (a, b), attrs, _operands(a, b, name))
+
+
+@function("add(input, other, *, alpha=1)", grad_fns=("AddBackward0",))
+def add(input, other, *, alpha=1):
+    """Elementwise sum, broadcasting: input + alpha * other."""
+    return _binary(AddBackward0, input, other, (alpha,), "add")
+
+
+@function("sub(input, other, *, alpha=1)", grad_fns=("SubBackward0", "RsubBackward1"))
+def sub(input, other, *, alpha=1):
+    """Elementwise difference, broadcasting: input - alpha * other."""
+    if input.__class__ is not Tensor and other.__class__ is Tensor:
+        return rsub(other, input, alpha=alpha)
+    return _binary(SubBackward0, input, other, (alpha,), "sub")
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input, with ``other`` a number (what ``2 - x`` runs)."""
+    if isinstance(other, _SCALARS):
+        arrays = _operands(input, other, "rsub")
+        return apply(RsubBackward1, (input,), (other, alpha), None if arrays is None else [arrays[0]])
+    return sub(as_tensor_arg(other, input), input, alpha=alpha)
+
+
+@function("mul(input, other)", grad_fns=("MulBackward0",))
+def mul(input, other):
+    """Elementwise product, broadcasting."""
+    return _binary(MulBackward0, input, other, (), "mul")
+
+
+@function("div(input, other)", grad_fns=("DivBackward0",))
+def div(input, other):
+    """Elementwise quotient, broadcasting (true division: integers give floats)."""
+    if input.__class__ is not Tensor:
+        # torch computes 2 / x as reciprocal(x) * 2
+        return mul(reciprocal(other), input)
+    if other.__class__ is Tensor and not other.dtype.is_floating_point and not input.dtype.is_floating_point:
+        input = input.to(_dt.DEFAULTS.float)
+    elif other.__class__ is not Tensor and not input.dtype.is_floating_point:
+        input = input.to(_dt.DEFAULTS.float)
+    return _binary(DivBackward0, input, other, (), "div")
+
+
+@function("neg(input)", grad_fns=("NegBackward0",))
+def neg(input):
+    """Elementwise negation."""
+    return apply(NegBackward0, (input,))
+
+
+@function("pow(input, exponent)", grad_fns=("PowBackward0", "PowBackward1", "PowBackward2"))
+def pow(input, exponent):
+    """input ** exponent; either side may be a number."""
+    if input.__class__ is not Tensor:
+        if not isinstance(input, _SCALARS):
+            raise GradTypeError(f"pow(): unsupported base type {type(input).__name__}")
+        arrays = _operands(exponent, input, "pow")
+        return apply(PowBackward2, (exponent,), (input,), None if arrays is None else [arrays[0]])
+    if exponent.__class__ is Tensor:
+        return _binary(PowBackward1, input, exponent, (), "pow")
+    if not isinstance(exponent, _SCALARS):
+        raise GradTypeError(f"pow(): unsupported exponent type {type(exponent).__name__}")
+    if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+        raise GradTypeError("Integers to negative integer powers are not allowed.")
+    arrays = _operands(input, exponent, "pow")
+    return apply(PowBackward0, (input,), (exponent,), None if arrays is None else [arrays[0]])
+
+
+@function("square(input)", grad_fns=("PowBackward0",))
+def square(input):
+    """input ** 2 (recorded as PowBackward0, as torch does)."""
+    return pow(input, 2)
+
+
+# -- unary math ------------------------------------------------------------------------------
+
+def _unary(name, grad_fn, forward, formula, doc, method=True):
+    cls = define_node(grad_fn, self=formula)
+    cls.forward = staticmethod(forward)
+
+    def op(input):
+        if input.__class__ is not Tensor:
+            raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+        if not input.dtype.is_floating_point:
+            input = input.to(_dt.DEFAULTS.float)
+        return apply(cls, (input,))
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    function(f"{name}(input)", grad_fns=(grad_fn,), method=method)(op)
+    return op
+
+
+def _sigmoid(xp, x):
+    # exp of a negative number only, so large |x| neither overflows nor warns
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+exp = _unary("exp", "ExpBackward0", lambda xp, x: xp.exp(x), "grad * result", "Elementwise e**x.")
+log = _unary("log", "LogBackward0", lambda xp, x: xp.log(x), "grad / self", "Natural logarithm.")
+log1p = _unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), "grad / (self + 1)", "log(1 + x), accurate for small x.")
+sqrt = _unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), "grad / (2 * result)", "Square root.")
+rsqrt = _unary("rsqrt", "RsqrtBackward0", lambda xp, x: 1 / xp.sqrt(x), "-0.5 * grad * result ** 3", "1 / sqrt(x).")
+abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.")
+sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "grad * F.cos(self)", "Sine.")
+cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self)", "Cosine.")
+tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
+tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "grad * (1 - result * result)", "Hyperbolic tangent.")
+sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "grad * (1 - result) * result", "Logistic sigmoid 1 / (1 + e**-x).")
+relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x > 0, x, xp.zeros_like(x)),
+              "grad * F.mask(result > 0, grad)", "max(x, 0), elementwise.")
+reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
+SignBackward0 = define_node("SignBackward0", self="F.zeros_like(grad)")
+SignBackward0.forward = staticmethod(lambda xp, x: xp.sign(x))
+
+
+@function("sign(input)", grad_fns=("SignBackward0",))
+def sign(input):
+    """-1, 0 or 1 by the sign of each element (zero gradient)."""
+    return apply(SignBackward0, (input,))
+
+
+# -- clamp, maximum, minimum, where --------------------------------------------------------------
+
+ClampBackward1 = define_node(
+    "ClampBackward1", attrs=("min", "max"),
+    self="F.where(clamp_mask(F, self, min, max), grad, 0.0)")
+ClampBackward1.forward = staticmethod(lambda xp, x, lo, hi: xp.clip(x, lo, hi))
+ClampBackward0 = define_node(
+    "ClampBackward0", inputs=("self", "min", "max"), broadcasts=True,
+    self="F.where(clamp_mask(F, self, min, max), grad, 0.0)",
+    min="F.where(self < min, grad, 0.0)",
+    max="F.where(self > max, grad, 0.0)")
+ClampBackward0.forward = staticmethod(
+    lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo) if lo is not None else x, hi) if hi is not None
+    else xp.maximum(x, lo))
+
+
+def clamp_mask(F, x, lo, hi):
+    if lo is None:
+        return x <= hi
+    if hi is None:
+        return x >= lo
+    return F.logical_and(x >= lo, x <= hi)
+
+
+@function("clamp(input, min=None, max=None)", grad_fns=("ClampBackward1", "ClampBackward0"))
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max]; either bound may be None, a number or a tensor."""
+    if min is None and max is None:
+        raise GradTypeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if min.__class__ is Tensor or max.__class__ is Tensor:
+        lo = None if min is None else as_tensor_arg(min, input)
+        hi = None if max is None else as_tensor_arg(max, input)
+        return apply(ClampBackward0, (input, lo, hi))
+    return apply(ClampBackward1, (input,), (min, max))
+
+
+MaximumBackward0 = define_node(
+    "MaximumBackward0", inputs=("self", "other"), broadcasts=True,
+    self="F.where(self == other, grad / 2, F.where(self > other, grad, 0.0))",
+    other="F.where(self == other, grad / 2, F.where(self < other, grad, 0.0))")
+MaximumBackward0.forward = staticmethod(lambda xp, a, b: xp.maximum(a, b))
+MinimumBackward0 = define_node(
+    "MinimumBackward0", inputs=("self", "other"), broadcasts=True,
+    self="F.where(self == other, grad / 2, F.where(self < other, grad, 0.0))",
+    other="F.where(self == other, grad / 2, F.where(self > other, grad, 0.0))")
+MinimumBackward0.forward = staticmethod(lambda xp, a, b: xp.minimum(a, b))
+
+
+@function("maximum(input, other)", grad_fns=("MaximumBackward0",))
+def maximum(input, other):
+    """Elementwise maximum of two tensors (ties split the gradient)."""
+    other = as_tensor_arg(other, input)
+    return _binary(MaximumBackward0, input, other, (), "maximum")
+
+
+@function("minimum(input, other)", grad_fns=("MinimumBackward0",))
+def minimum(input, other):
+    """Elementwise minimum of two tensors (ties split the gradient)."""
+    other = as_tensor_arg(other, input)
+    return _binary(MinimumBackward0, input, other, (), "minimum")
+
+
+WhereBackward0 = define_node(
+    "WhereBackward0", inputs=("self", "other"), attrs=("condition",), broadcasts=True,
+    self="F.where(condition, grad, 0.0)", other="F.where(condition, 0.0, grad)")
+WhereBackward0.forward = staticmethod(lambda xp, a, b, cond: xp.where(cond, a, b))
+
+
+@function("where(condition, input, other)", method=False, grad_fns=("WhereBackward0",))
+def where(condition, input, other):
+    """Pick input where condition is true, else other (either may be a number)."""
+    if condition.__class__ is not Tensor or condition.dtype.name != "bool":
+        raise GradTypeError("where expected condition to be a boolean tensor")
+    if input.__class__ is not Tensor and other.__class__ is not Tensor:
+        from ..creation import tensor
+        input = tensor(input, device=str(condition.device))
+    if input.__class__ is not Tensor:
+        input = _scalar_like(input, other)
+    if other.__class__ is not Tensor:
+        other = _scalar_like(other, input)
+    out_shape = _broadcast_shapes(condition.shape, input.shape, other.shape)
+    arrays = _operands(input, other, "where")
+    return apply(WhereBackward0, (input, other), (condition._data,), arrays) \
+        if tuple(out_shape) == tuple(_broadcast_shapes(input.shape, other.shape)) \
+        else apply(WhereBackward0, (input, other), (condition._data,),
+                   [input._backend.xp.broadcast_to(a, out_shape) for a in (arrays or [input._data, other._data])])
+
+
+def _scalar_like(value, like: Tensor) -> Tensor:
+    from ..creation import tensor
+    return tensor(value, dtype=like.dtype if isinstance(value, float) or like.dtype.is_floating_point
+                  else None, device=str(like.device))
+
+
+def _broadcast_shapes(*shapes):
+    out = []
+    for dims in _zip_right(shapes):
+        size = 1
+        for d in dims:
+            if d != 1:
+                if size != 1 and d != size:
+                    raise ShapeError(f"shape mismatch: objects cannot be broadcast to a single shape")
+                size = d
+        out.append(size)
+    return tuple(reversed(out))
+
+
+def _zip_right(shapes):
+    n = max(len(s) for s in shapes)
+    for i in range(1, n + 1):
+        yield [s[-i] if i <= len(s) else 1 for s in shapes]
+
+
+# -- comparisons (never differentiable) ------------------------------------------------------------
+
+class _Compare:
+    __slots__ = ("name", "forward")
+
+
+def _comparison(name, symbol, forward):
+    def op(input, other):
+        if input.__class__ is not Tensor:
+            input, other = other, input
+            flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(name, name)
+            return FUNCTIONS_BY_NAME[flipped](input, other)
+        arrays = _operands(input, other, name)
+        a, b = arrays if arrays is not None else (input._data,
+                                                  other._data if other.__class__ is Tensor else other)
+        return Tensor._make(forward(a, b), input._backend)
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise input {symbol} other, as a bool tensor (never differentiable)."
+    function(f"{name}(input, other)", grad_fns=(), differentiable=False, category="comparison")(op)
+    FUNCTIONS_BY_NAME[name] = op
+    return op
+
+
+FUNCTIONS_BY_NAME: dict = {}
+lt = _comparison("lt", "<", lambda a, b: a < b)
+le = _comparison("le", "<=", lambda a, b: a <= b)
+gt = _comparison("gt", ">", lambda a, b: a > b)
+ge = _comparison("ge", ">=", lambda a, b: a >= b)
+eq = _comparison("eq", "==", lambda a, b: a == b)
+ne = _comparison("ne", "!=", lambda a, b: a != b)
+
+
+def _bool_op(name, symbol, fn_name):
+    def op(input, other):
+        xp = input._backend.xp
+        b = other._data if other.__class__ is Tensor else other
+        return Tensor._make(getattr(xp, fn_name)(input._data, b), input._backend)
+    op.__name__ = name
+    op.__doc__ = f"Elementwise logical {symbol} of two tensors."
+    function(f"{name}(input, other)", differentiable=False, category="comparison")(op)
+    return op
+
+
+logical_and = _bool_op("logical_and", "and", "logical_and")
+logical_or = _bool_op("logical_or", "or", "logical_or")
+
+
+# -- in-place updates -----------------------------------------------------------------------------------
+
+def _inplace(name, outplace):
+    def op(self, other, **kwargs):
+        self._check_inplace()
+        if _GRAD.enabled and (self._requires_grad or (other.__class__ is Tensor and other._requires_grad)):
+            # Record like torch's rebase_history: self now holds the result of a new node.
+            result = outplace(self, other, **kwargs)
+            _check_inplace_shape(self, result)
+            self._data[...] = result._data
+            self.grad_fn = result.grad_fn
+            self._requires_grad = True
+        else:
+            with _no_grad():
+                result = outplace(self, other, **kwargs)
+            _check_inplace_shape(self, result)
+            if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
+                raise GradTypeError(f"result type {result.dtype.name.capitalize()} can't be cast to "
+                                    f"the desired output type {self.dtype.name.capitalize()}")
+            self._data[...] = result._data
+        self._version[0] += 1
+        return self
+    op.__name__ = name
+    op.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."
+    function(f"{name}(self, other)", method=True, category="in-place")(op)
+    return op
+
+
+def _check_inplace_shape(self, result) -> None:
+    if tuple(result._data.shape) != tuple(self._data.shape):
+        raise ShapeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                         f"{list(result.shape)}")
+
+
+def _no_grad():
+    from ..grad_mode import no_grad
+    return no_grad()
+
+
+add_ = _inplace("add_", add)
+sub_ = _inplace("sub_", sub)
+mul_ = _inplace("mul_", mul)
+div_ = _inplace("div_", div)
+
+
+def _rebase_zero(t: Tensor) -> None:
+    """``zero_()`` on a non-leaf: its gradient is zero from here on (torch's ZeroBackward0)."""
+    t.grad_fn = apply(ZeroBackward0, (t.detach().requires_grad_(False),)).grad_fn
+
+
+ZeroBackward0 = define_node("ZeroBackward0", self="F.zeros_like(grad)")
+ZeroBackward0.forward = staticmethod(lambda xp, x: xp.zeros_like(x))
+
+
+# -- operators ---------------------------------------------------------------------------------------------
+
+def _install_operators() -> None:
+    T = Tensor
+    T.__add__ = lambda a, b: add(a, b)
+    T.__radd__ = lambda a, b: add(a, b)
+    T.__sub__ = lambda a, b: sub(a, b)
+    T.__rsub__ = lambda a, b: rsub(a, b)
+    T.__mul__ = lambda a, b: mul(a, b)
+    T.__rmul__ = lambda a, b: mul(a, b)
+    T.__truediv__ = lambda a, b: div(a, b)
+    T.__rtruediv__ = lambda a, b: div(b, a)
+    T.__neg__ = neg
+    T.__pos__ = lambda a: a
+    T.__pow__ = lambda a, b: pow(a, b)
+    T.__rpow__ = lambda a, b: pow(b, a)
+    T.__lt__, T.__le__, T.__gt__, T.__ge__ = lt, le, gt, ge
+    T.__eq__, T.__ne__ = eq, ne
+    T.__and__ = logical_and
+    T.__or__ = logical_or
+    T.__iadd__ = lambda a, b: add_(a, b)
+    T.__isub__ = lambda a, b: sub_(a, b)
+    T.__imul__ = lambda a, b: mul_(a, b)
+    T.__itruediv__ = lambda a, b: div_(a, b)
+    T.__abs__ = abs
+
+
+_install_operators()

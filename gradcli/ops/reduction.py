@@ -1,0 +1,432 @@
+"""Reductions (sum, mean, prod, max, norm, var...) and the softmax family.
+
+Backward formulas that need more than one line live here as functions of ``F``
+(registered as formula helpers), written only in ``F`` calls and operators so
+they run on arrays and, under ``create_graph``, on tensors alike.
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..errors import GradTypeError, ShapeError
+from ..function import apply, function
+from ..math import scalar_log
+from ..node import define_node, formula_helpers
+from ..tensor import Tensor, _wrap_dim
+
+
+def _numel(sizes) -> int:
+    n = 1
+    for s in sizes:
+        n *= s
+    return n
+
+
+def _count(sizes, dim) -> int:
+    n = 1
+    for d in dim:
+        n *= sizes[d]
+    return n
+
+
+def sum_backward(F, grad, sizes, dim, keepdim):
+    """Broadcast a reduced gradient back over the reduced dims."""
+    if dim is None:
+        return F.expand(grad, sizes)
+    if not keepdim:
+        grad = F.unsqueeze_dims(grad, dim, len(sizes))
+    return F.expand(grad, sizes)
+
+
+def _keep(F, t, sizes, dim, keepdim):
+    """``t`` reduced over ``dim`` reshaped to broadcast against the input."""
+    if dim is None:
+        return t
+    return t if keepdim else F.unsqueeze_dims(t, dim, len(sizes))
+
+
+def evenly_distribute(F, grad, self, result):
+    """Gradient of a full max/min: split evenly between all elements equal to the result."""
+    mask = F.mask(self == result, grad)
+    return mask * (grad / F.sum(mask))
+
+
+def amax_backward(F, grad, self, result, dim, keepdim):
+    sizes = tuple(self.shape)
+    mask = F.mask(self == _keep(F, result, sizes, dim, keepdim), grad)
+    count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
+    return sum_backward(F, grad, sizes, dim, keepdim) * mask / count
+
+
+def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
+    """Gradient of max/min along a dim: only the selected index receives it."""
+    xp = F.backend.xp
+    idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
+    positions = xp.reshape(xp.arange(sizes[dim]), tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
+    onehot = F.constant(xp.astype(positions == idx, grad.dtype))
+    return sum_backward(F, grad, sizes, (dim,), keepdim) * onehot
+
+
+def prod_backward(F, grad, self, result, dim, keepdim):
+    """Product rule that stays exact with zeros in the input (as torch's prod_backward)."""
+    sizes = tuple(self.shape)
+    g = _keep(F, grad, sizes, dim, keepdim)
+    r = _keep(F, result, sizes, dim, keepdim)
+    zero = self == 0
+    safe = F.where(zero, 1.0, self)
+    nonzero_prod = F.prod(safe, dim, True) if dim is not None else F.prod(safe)
+    zeros = F.sum(F.mask(zero, grad), dim, True) if dim is not None else F.sum(F.mask(zero, grad))
+    no_zero = F.where(zeros == 0, g * r / safe, 0.0)
+    one_zero = F.where(F.logical_and(zeros == 1, zero), g * nonzero_prod, 0.0)
+    return F.expand(no_zero + one_zero, sizes)
+
+
+def norm_backward(F, grad, self, ord, result, dim, keepdim):
+    sizes = tuple(self.shape)
+    g = _keep(F, grad, sizes, dim, keepdim)
+    r = _keep(F, result, sizes, dim, keepdim)
+    if ord == 0:
+        return F.zeros_like(self)
+    if ord == 1:
+        return F.expand(g, sizes) * F.sign(self)
+    if ord == 2:
+        return F.where(r == 0, 0.0, self * (g / r))
+    if ord in (float("inf"), float("-inf")):
+        mask = F.mask(F.abs(self) == r, grad)
+        count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
+        return F.sign(self) * mask * (g / count)
+    # general p: d||x||_p = x |x|^(p-2) / ||x||_p^(p-1)
+    return F.where(r == 0, 0.0, self * F.abs(self) ** (ord - 2) * (g / r ** (ord - 1)))
+
+
+def var_backward(F, grad, self, dim, correction, keepdim):
+    sizes = tuple(self.shape)
+    n = _numel(sizes) if dim is None else _count(sizes, dim)
+    mean = F.sum(self, dim, True) / n if dim is not None else F.sum(self) / n
+    return (2.0 / max(n - correction, 0)) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
+
+
+def logsumexp_backward(F, grad, self, result, dim, keepdim):
+    sizes = tuple(self.shape)
+    return sum_backward(F, grad, sizes, dim, keepdim) * F.exp(self - _keep(F, result, sizes, dim, keepdim))
+
+
+formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, amax_backward=amax_backward,
+                select_backward_mask=select_backward_mask, prod_backward=prod_backward,
+                norm_backward=norm_backward, var_backward=var_backward,
+                logsumexp_backward=logsumexp_backward, numel=_numel, count=_count, scalar_log=scalar_log)
+
+# -- nodes ---------------------------------------------------------------------------------------------
+
+SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
+                           forward=lambda xp, x: xp.sum(x))
+SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
+                           self="sum_backward(F, grad, self_sizes, dim, keepdim)",
+                           forward=lambda xp, x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim))
+MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
+                            forward=lambda xp, x: xp.mean(x))
+MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
+                            self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
+                            forward=lambda xp, x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim))
+ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
+                            forward=lambda xp, x: xp.prod(x))
+ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
+                            self="prod_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
+MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
+                           forward=lambda xp, x: xp.max(x))
+MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
+                           forward=lambda xp, x: xp.min(x))
+MaxBackward0 = define_node("MaxBackward0", attrs=("dim", "keepdim", "indices"),
+                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
+                           forward=lambda xp, x, dim, keepdim, indices: xp.max(x, axis=dim, keepdims=keepdim))
+MinBackward0 = define_node("MinBackward0", attrs=("dim", "keepdim", "indices"),
+                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
+                           forward=lambda xp, x, dim, keepdim, indices: xp.min(x, axis=dim, keepdims=keepdim))
+AmaxBackward0 = define_node("AmaxBackward0", attrs=("dim", "keepdim"),
+                            self="amax_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: xp.max(x, axis=dim, keepdims=keepdim))
+AminBackward0 = define_node("AminBackward0", attrs=("dim", "keepdim"),
+                            self="amax_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: xp.min(x, axis=dim, keepdims=keepdim))
+LinalgVectorNormBackward0 = define_node(
+    "LinalgVectorNormBackward0", attrs=("ord", "dim", "keepdim"),
+    self="norm_backward(F, grad, self, ord, result, dim, keepdim)",
+    forward=lambda xp, x, ord, dim, keepdim: _vector_norm(xp, x, ord, dim, keepdim))
+VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"),
+                           self="var_backward(F, grad, self, dim, correction, keepdim)",
+                           forward=lambda xp, x, dim, c, keepdim: xp.var(x, axis=dim, correction=c, keepdims=keepdim))
+StdBackward0 = define_node(
+    "StdBackward0", attrs=("dim", "correction", "keepdim"),
+    self="var_backward(F, F.where(result == 0, 0.0, grad / (result * 2)), self, dim, correction, keepdim)",
+    forward=lambda xp, x, dim, c, keepdim: xp.std(x, axis=dim, correction=c, keepdims=keepdim))
+LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
+                                 self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
+                                 forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
+SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
+                               self="result * (grad - F.sum(grad * result, (dim,), True))",
+                               forward=lambda xp, x, dim: _softmax(xp, x, dim))
+LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
+                                  self="grad - F.exp(result) * F.sum(grad, (dim,), True)",
+                                  forward=lambda xp, x, dim: x - _logsumexp(xp, x, (dim,), True))
+
+
+def _vector_norm(xp, x, ord, dim, keepdim):
+    a = xp.abs(x)
+    if ord == 2:
+        return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+    if ord == 1:
+        return xp.sum(a, axis=dim, keepdims=keepdim)
+    if ord == float("inf"):
+        return xp.max(a, axis=dim, keepdims=keepdim)
+    if ord == float("-inf"):
+        return xp.min(a, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return xp.sum(xp.astype(a != 0, x.dtype), axis=dim, keepdims=keepdim)
+    return xp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def _logsumexp(xp, x, dim, keepdim):
+    m = xp.max(x, axis=dim, keepdims=True)
+    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    out = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=True)) + m
+    if not keepdim:
+        out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
+    return out
+
+
+def _softmax(xp, x, dim):
+    e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
+    return e / xp.sum(e, axis=dim, keepdims=True)
+
+
+# -- functions ----------------------------------------------------------------------------------------
+
+def dims(dim, ndim: int):
+    """Normalise ``dim`` (int or sequence) to a sorted tuple of non-negative dims."""
+    if isinstance(dim, (list, tuple)):
+        out = tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
+        if len(out) != len(dim):
+            raise GradTypeError("dim appears multiple times in the list of dims")
+        return out
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise GradTypeError(f"dim must be an int or a tuple of ints, not {type(dim).__name__}")
+    return (_wrap_dim(dim, ndim),)
+
+
+def _float_input(name, input):
+    if not input.dtype.is_floating_point:
+        raise GradTypeError(f"{name}(): could not infer output dtype. Input dtype must be either a floating "
+                            f"point or complex dtype. Got: {_dt_name(input)}")
+
+
+def _dt_name(t):
+    return {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
+
+
+def _reduce_scalar_dim(x, dim):
+    """torch allows dim 0/-1 on a 0-d tensor; numpy does not: reduce over nothing."""
+    return dim if x.ndim else None
+
+
+@function("sum(input, dim=None, keepdim=False)", grad_fns=("SumBackward0", "SumBackward1"),
+          category="reduction")
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum of all elements, or over ``dim`` (an int or a tuple)."""
+    if input.dtype.name == "bool":
+        input = input.to("int64")
+    if dim is None:
+        out = apply(SumBackward0, (input,))
+        return out if not keepdim else out.reshape((1,) * input.ndim)
+    d = dims(dim, input.ndim)
+    return apply(SumBackward1, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+@function("mean(input, dim=None, keepdim=False)", grad_fns=("MeanBackward0", "MeanBackward1"),
+          category="reduction")
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Arithmetic mean of all elements, or over ``dim``."""
+    _float_input("mean", input)
+    if dim is None and not keepdim:
+        return apply(MeanBackward0, (input,))
+    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    return apply(MeanBackward1, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+@function("prod(input, dim=None, keepdim=False)", grad_fns=("ProdBackward0", "ProdBackward1"),
+          category="reduction")
+def prod(input, dim=None, keepdim=False):
+    """Product of all elements, or over one ``dim``."""
+    if dim is None:
+        return apply(ProdBackward0, (input,))
+    if isinstance(dim, (list, tuple)):
+        raise GradTypeError("prod(): argument 'dim' must be int, not tuple")
+    return apply(ProdBackward1, (input,), (_reduce_scalar_dim(input, dims(dim, input.ndim)), bool(keepdim)))
+
+
+class ReturnTypes(tuple):
+    """``torch.return_types.max(values=..., indices=...)``."""
+
+    __slots__ = ()
+    _name = "max"
+
+    def __new__(cls, name, values, indices):
+        self = super().__new__(cls, (values, indices))
+        return self
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+class MaxReturn(ReturnTypes):
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"torch.return_types.max(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+class MinReturn(ReturnTypes):
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"torch.return_types.min(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
+    if dim is None:
+        if input.numel() == 0:
+            raise ShapeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                             f"Specify the reduction dim with the 'dim' argument.")
+        return apply(full_cls, (input,))
+    if isinstance(dim, Tensor):
+        return pair(input, dim)
+    d = _wrap_dim(dim, input.ndim)
+    xp = input._backend.xp
+    data = input._data
+    if data.ndim == 0:
+        idx = xp.zeros((), dtype=xp.int64)
+        values = apply(dim_cls, (input,), (None, True, idx)) if False else input.clone()
+        return ret_cls(name, values, Tensor._make(idx, input._backend))
+    arg = xp.argmax if name == "max" else xp.argmin
+    indices = arg(data, axis=d, keepdims=bool(keepdim))
+    values = apply(dim_cls, (input,), (d, bool(keepdim), indices))
+    return ret_cls(name, values, Tensor._make(xp.astype(indices, xp.int64), input._backend))
+
+
+@function("max(input, dim=None, keepdim=False)", grad_fns=("MaxBackward1", "MaxBackward0"),
+          category="reduction")
+def max(input, dim=None, keepdim=False):
+    """Largest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise maximum."""
+    from .pointwise import maximum
+    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, maximum)
+
+
+@function("min(input, dim=None, keepdim=False)", grad_fns=("MinBackward1", "MinBackward0"),
+          category="reduction")
+def min(input, dim=None, keepdim=False):
+    """Smallest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise minimum."""
+    from .pointwise import minimum
+    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, minimum)
+
+
+@function("amax(input, dim=(), keepdim=False)", grad_fns=("AmaxBackward0",), category="reduction")
+def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
+    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
+    return apply(AmaxBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+@function("amin(input, dim=(), keepdim=False)", grad_fns=("AminBackward0",), category="reduction")
+def amin(input, dim=(), keepdim=False):
+    """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
+    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
+    return apply(AminBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+@function("norm(input, p='fro', dim=None, keepdim=False)", grad_fns=("LinalgVectorNormBackward0",),
+          category="reduction")
+def norm(input, p="fro", dim=None, keepdim=False):
+    """Vector p-norm over all elements or ``dim`` (p: 'fro', a number, inf)."""
+    _float_input("linalg.vector_norm", input)
+    ord = 2 if p in ("fro", None) else p
+    if isinstance(ord, str):
+        raise GradTypeError(f"norm(): unsupported p={p!r}; use 'fro' or a number")
+    ord = float(ord)
+    if ord == int(ord) if abs(ord) != float("inf") else False:
+        ord = int(ord)
+    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    return apply(LinalgVectorNormBackward0, (input,), (ord, _reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+def _var_args(input, dim, unbiased, correction, keepdim):
+    _float_input("var", input)
+    if isinstance(dim, bool):  # var(x, False): the old unbiased positional form
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    return (_reduce_scalar_dim(input, d), correction, bool(keepdim))
+
+
+@function("var(input, dim=None, *, correction=1, keepdim=False)", grad_fns=("VarBackward0",),
+          category="reduction")
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over all elements or ``dim`` (Bessel-corrected by default)."""
+    return apply(VarBackward0, (input,), _var_args(input, dim, unbiased, correction, keepdim))
+
+
+@function("std(input, dim=None, *, correction=1, keepdim=False)", grad_fns=("StdBackward0",),
+          category="reduction")
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over all elements or ``dim`` (Bessel-corrected by default)."""
+    return apply(StdBackward0, (input,), _var_args(input, dim, unbiased, correction, keepdim))
+
+
+@function("logsumexp(input, dim, keepdim=False)", grad_fns=("LogsumexpBackward0",), category="reduction")
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) over ``dim``, computed stably."""
+    if not input.dtype.is_floating_point:
+        input = input.to(_dt.DEFAULTS.float)
+    d = dims(dim, input.ndim)
+    return apply(LogsumexpBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+@function("softmax(input, dim)", grad_fns=("SoftmaxBackward0",), category="reduction")
+def softmax(input, dim):
+    """exp(x) / sum(exp(x)) along ``dim``."""
+    if input.ndim == 0:
+        return apply(SoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
+    return apply(SoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
+
+
+@function("log_softmax(input, dim)", grad_fns=("LogSoftmaxBackward0",), category="reduction")
+def log_softmax(input, dim):
+    """log(softmax(x)) along ``dim``, computed stably."""
+    if input.ndim == 0:
+        return apply(LogSoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
+    return apply(LogSoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
+
+
+def _floating(t):
+    return t if t.dtype.is_floating_point else t.to(_dt.DEFAULTS.float)
+
+
+@function("all(input)", differentiable=False, category="reduction")
+def all(input, dim=None, keepdim=False):
+    """True where every element is non-zero (over ``dim`` if given)."""
+    xp = input._backend.xp
+    axis = None if dim is None else dims(dim, input.ndim)
+    return Tensor._make(xp.all(input._data != 0, axis=axis, keepdims=keepdim), input._backend)
+
+
+@function("any(input)", differentiable=False, category="reduction")
+def any(input, dim=None, keepdim=False):
+    """True where some element is non-zero (over ``dim`` if given)."""
+    xp = input._backend.xp
+    axis = None if dim is None else dims(dim, input.ndim)
+    return Tensor._make(xp.any(input._data != 0, axis=axis, keepdims=keepdim), input._backend)

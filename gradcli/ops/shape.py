@@ -1,0 +1,378 @@
+"""Shape and layout: view/reshape, transpose, permute, squeeze, expand, cat, stack, clone, to."""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..errors import GradTypeError, ShapeError
+from ..function import apply, function
+from ..node import Node, define_node, new_node
+from ..tensor import Tensor, _wrap_dim
+
+ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
+                            forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
+                                  forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
+CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
+TransposeBackward0 = define_node("TransposeBackward0", attrs=("dim0", "dim1"),
+                                 self="F.transpose(grad, dim0, dim1)",
+                                 forward=lambda xp, x, d0, d1: xp.permute_dims(x, _swap(x.ndim, d0, d1)))
+TBackward0 = define_node("TBackward0", self="F.t(grad)",
+                         forward=lambda xp, x: x if x.ndim < 2 else xp.permute_dims(x, (1, 0)))
+PermuteBackward0 = define_node("PermuteBackward0", attrs=("dims",),
+                               self="F.permute(grad, inverse_permutation(dims))",
+                               forward=lambda xp, x, dims: xp.permute_dims(x, dims))
+UnsqueezeBackward0 = define_node("UnsqueezeBackward0", attrs=("dim",), self="F.reshape(grad, self_sizes)",
+                                 forward=lambda xp, x, dim: xp.expand_dims(x, axis=dim))
+_squeeze_forward = (lambda xp, x, shape: xp.reshape(x, shape))
+SqueezeBackward0 = define_node("SqueezeBackward0", attrs=("shape",), self="F.reshape(grad, self_sizes)",
+                               forward=_squeeze_forward)
+SqueezeBackward1 = define_node("SqueezeBackward1", attrs=("shape",), self="F.reshape(grad, self_sizes)",
+                               forward=_squeeze_forward)
+SqueezeBackward2 = define_node("SqueezeBackward2", attrs=("shape",), self="F.reshape(grad, self_sizes)",
+                               forward=_squeeze_forward)
+SqueezeBackward4 = define_node("SqueezeBackward4", attrs=("shape",), self="F.reshape(grad, self_sizes)",
+                               forward=_squeeze_forward)
+ExpandBackward0 = define_node("ExpandBackward0", attrs=("shape",), self="F.sum_to(grad, self_sizes)",
+                              forward=lambda xp, x, shape: xp.broadcast_to(x, shape))
+ToCopyBackward0 = define_node("ToCopyBackward0", attrs=("dtype",), self="F.cast(grad, self)",
+                              forward=lambda xp, x, dtype: xp.astype(x, dtype, copy=True))
+
+
+def _swap(ndim, d0, d1):
+    perm = list(range(ndim))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return tuple(perm)
+
+
+def inverse_permutation(dims):
+    inv = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inv[d] = i
+    return tuple(inv)
+
+
+from ..node import formula_helpers  # noqa: E402
+
+formula_helpers(inverse_permutation=inverse_permutation)
+
+
+def _shape_arg(shape):
+    """Accept ``reshape(2, 3)``, ``reshape((2, 3))`` and ``reshape([2, 3])``."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, int):
+            if isinstance(s, Tensor) and s.dtype.category == 1 and s.numel() == 1:
+                s = int(s.item())
+            else:
+                raise GradTypeError(f"shape must be a sequence of ints, got {type(s).__name__}")
+        out.append(s)
+    return tuple(out)
+
+
+def _infer(shape, numel, original):
+    if shape.count(-1) > 1:
+        raise ShapeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise ShapeError(f"invalid shape dimension {s}")
+            known *= s
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise ShapeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@function("reshape(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
+def reshape(input, *shape):
+    """Same data in a new shape (one dim may be -1)."""
+    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    return apply(ViewBackward0, (input,), (shape,))
+
+
+@function("view(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
+def view(input, *shape):
+    """Same data in a new shape (one dim may be -1)."""
+    if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
+        raise GradTypeError("view(dtype) is not supported")
+    return reshape(input, *shape)
+
+
+@function("flatten(input, start_dim=0, end_dim=-1)", grad_fns=("ViewBackward0",), category="shape")
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims start_dim..end_dim into one."""
+    if input.ndim == 0:
+        return reshape(input, 1)
+    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input  # torch returns the tensor itself
+    shape = input.shape
+    merged = 1
+    for d in shape[s:e + 1]:
+        merged *= d
+    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])
+
+
+def _unsafe_view(input, shape):
+    return apply(UnsafeViewBackward0, (input,), (tuple(shape),))
+
+
+@function("transpose(input, dim0, dim1)", grad_fns=("TransposeBackward0",), category="shape")
+def transpose(input, dim0, dim1):
+    """Swap two dims."""
+    n = input.ndim
+    return apply(TransposeBackward0, (input,), (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
+
+
+@function("t(input)", grad_fns=("TBackward0",), category="shape")
+def t(input):
+    """Transpose a matrix (a 0-d or 1-d tensor is returned as is)."""
+    if input.ndim > 2:
+        raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return apply(TBackward0, (input,))
+
+
+@function("permute(input, *dims)", grad_fns=("PermuteBackward0",), category="shape")
+def permute(input, *dims):
+    """Reorder dims."""
+    dims = _shape_arg(dims)
+    n = input.ndim
+    if len(dims) != n:
+        raise ShapeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                         f"the length of the desired ordering of dimensions i.e. input.dim() = {n} "
+                         f"is not equal to len(dims) = {len(dims)}")
+    wrapped = tuple(_wrap_dim(d, n) for d in dims)
+    if len(set(wrapped)) != n:
+        raise ShapeError("permute(): duplicate dims are not allowed.")
+    return apply(PermuteBackward0, (input,), (wrapped,))
+
+
+def _T(self):
+    if self.ndim == 2:
+        return permute(self, 1, 0)
+    return permute(self, *reversed(range(self.ndim)))
+
+
+Tensor.T = property(_T)
+Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+@function("unsqueeze(input, dim)", grad_fns=("UnsqueezeBackward0",), category="shape")
+def unsqueeze(input, dim):
+    """Insert a dim of size 1 at ``dim``."""
+    return apply(UnsqueezeBackward0, (input,), (_wrap_dim(dim, input.ndim + 1),))
+
+
+@function("squeeze(input, dim=None)", grad_fns=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
+          category="shape")
+def squeeze(input, dim=None):
+    """Remove dims of size 1 (all of them, or those in ``dim``)."""
+    shape = input.shape
+    if dim is None:
+        cls, drop = SqueezeBackward0, {i for i, s in enumerate(shape) if s == 1}
+    elif isinstance(dim, (list, tuple)):
+        cls = SqueezeBackward2
+        drop = {d for d in (_wrap_dim(x, input.ndim) for x in dim) if shape and shape[d] == 1}
+    else:
+        cls = SqueezeBackward1
+        d = _wrap_dim(dim, input.ndim)
+        drop = {d} if shape and shape[d] == 1 else set()
+    return apply(cls, (input,), (tuple(s for i, s in enumerate(shape) if i not in drop),))
+
+
+def _squeeze4(input, dim):
+    shape = input.shape
+    return apply(SqueezeBackward4, (input,), (tuple(s for i, s in enumerate(shape) if i != dim),))
+
+
+@function("expand(input, *sizes)", grad_fns=("ExpandBackward0",), category="shape")
+def expand(input, *sizes):
+    """Broadcast to a larger shape without copying (-1 keeps a dim)."""
+    sizes = _shape_arg(sizes)
+    shape = input.shape
+    if len(sizes) < len(shape):
+        raise ShapeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
+                         f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
+                         f"dimensions in the tensor ({len(shape)})")
+    lead = len(sizes) - len(shape)
+    out = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise ShapeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                 f"non-existing dimension {i}")
+            out.append(s)
+            continue
+        have = shape[i - lead]
+        if s == -1:
+            s = have
+        if have != s and have != 1:
+            raise ShapeError(f"The expanded size of the tensor ({s}) must match the existing size ({have}) "
+                             f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                             f"{list(shape)}")
+        out.append(s)
+    from ..limits import check_numel
+    check_numel(tuple(out))
+    return apply(ExpandBackward0, (input,), (tuple(out),))
+
+
+@function("expand_as(input, other)", grad_fns=("ExpandBackward0",), category="shape")
+def expand_as(input, other):
+    """Expand to ``other``'s shape."""
+    return expand(input, *other.shape)
+
+
+@function("clone(input)", grad_fns=("CloneBackward0",), category="shape")
+def clone(input):
+    """A copy with its own storage (gradient flows through)."""
+    return apply(CloneBackward0, (input,))
+
+
+@function("detach(input)", grad_fns=(), differentiable=False, category="autograd")
+def detach(input):
+    """The same data, cut from the graph (requires_grad=False)."""
+    return Tensor.detach(input)
+
+
+def _to(self, *args, dtype=None, device=None, copy=False):
+    """Convert dtype and/or move to a device; differentiable (ToCopyBackward0)."""
+    for a in args:
+        if isinstance(a, _dt.dtype) or (isinstance(a, str) and a.replace("torch.", "") in _dt.DTYPES):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        else:
+            device = a
+    target = self
+    if device is not None and str(_dt.device(str(device))) != self._backend.name and not (
+            str(device) == "cuda" and self._backend.name == "cuda:0"):
+        from .device import to_device
+        target = to_device(target, str(device))
+    if dtype is not None:
+        d = _dt.by_name(dtype)
+        if d.name != target.dtype.name or copy:
+            target = apply(ToCopyBackward0, (target,), (target._backend.dtype(d.name),))
+    return target
+
+
+function("to(input, dtype=None, device=None)", grad_fns=("ToCopyBackward0",), category="device",
+         name="to")(_to)
+Tensor.double = lambda self: _to(self, "float64")
+Tensor.float = lambda self: _to(self, "float32")
+Tensor.long = lambda self: _to(self, "int64")
+Tensor.cpu = lambda self: _to(self, device="cpu")
+Tensor.cuda = lambda self, device=None: _to(self, device="cuda" if device is None else
+                                            (f"cuda:{device}" if isinstance(device, int) else device))
+
+
+# -- cat and stack: variadic nodes -----------------------------------------------------------------------
+
+class CatBackward0(Node):
+    """Backward of cat: each input gets its slice of ``grad`` along ``dim``."""
+
+    __slots__ = ()
+    derivatives = (("tensors", "grad.narrow(dim, offset_i, size_i) for each input"),)
+    input_names = ("tensors",)
+    attr_names = ("dim",)
+
+    def apply(self, grad, F, differentiable):
+        dim, sizes = self._attrs
+        return F.cat_slices(grad, dim, sizes)
+
+
+class StackBackward0(Node):
+    """Backward of stack: each input gets ``grad.select(dim, i)``."""
+
+    __slots__ = ()
+    derivatives = (("tensors", "grad.select(dim, i) for each input i"),)
+    input_names = ("tensors",)
+    attr_names = ("dim",)
+
+    def apply(self, grad, F, differentiable):
+        dim, count = self._attrs
+        parts = F.cat_slices(grad, dim, [1] * count)
+        return [F.reshape(p, tuple(s for i, s in enumerate(p.shape) if i != dim)) for p in parts]
+
+
+def _record_variadic(cls, tensors, data, attrs):
+    from ..grad_mode import STATE
+    backend = tensors[0]._backend
+    if STATE.enabled and builtins_any(t._requires_grad for t in tensors):
+        edges = tuple(((t.grad_fn or t._accumulator()), 0) if t._requires_grad else (None, 0) for t in tensors)
+        node = new_node(cls, (), data, attrs, None, edges)
+        return Tensor._make(data, backend, node)
+    return Tensor._make(data, backend)
+
+
+import builtins as _builtins  # noqa: E402
+
+builtins_any = _builtins.any
+
+
+def _tensor_list(tensors, name):
+    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+        raise GradTypeError(f"{name}() expects a list or tuple of tensors")
+    if not tensors:
+        raise ShapeError(f"{name}() expects a non-empty list of tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise GradTypeError(f"{name}(): expected Tensor as element, but got {type(t).__name__}")
+    backend = tensors[0]._backend
+    for t in tensors:
+        if t._backend is not backend:
+            from ..errors import DeviceError
+            raise DeviceError(f"Expected all tensors to be on the same device, but found at least two "
+                              f"devices, {backend.name} and {t._backend.name}!")
+    target = _dt.result_type([Tensor._make(t._data.reshape((1,)) if t.ndim == 0 else t._data, t._backend)
+                              for t in tensors])
+    return [t if t.dtype.name == target else _to(t, target) for t in tensors]
+
+
+@function("cat(tensors, dim=0)", method=False, grad_fns=("CatBackward0",), category="shape")
+def cat(tensors, dim=0):
+    """Join tensors along an existing dim."""
+    tensors = _tensor_list(tensors, "cat")
+    ref = tensors[0]
+    if ref.ndim == 0:
+        raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, ref.ndim)
+    for i, t in enumerate(tensors):
+        if t.ndim != ref.ndim or builtins_any(a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape))
+                                              if j != d):
+            raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                             f"{_mismatch(ref, t, d)} but got size {_mismatch(t, ref, d)} for tensor number "
+                             f"{i} in the list.")
+    xp = ref._backend.xp
+    data = xp.concat([t._data for t in tensors], axis=d)
+    return _record_variadic(CatBackward0, tensors, data, (d, [t.shape[d] for t in tensors]))
+
+
+def _mismatch(a, b, d):
+    for j, (x, y) in enumerate(zip(a.shape, b.shape)):
+        if j != d and x != y:
+            return x
+    return a.ndim
+
+
+@function("stack(tensors, dim=0)", method=False, grad_fns=("StackBackward0",), category="shape")
+def stack(tensors, dim=0):
+    """Join tensors along a new dim."""
+    tensors = _tensor_list(tensors, "stack")
+    ref = tensors[0]
+    d = _wrap_dim(dim, ref.ndim + 1)
+    for i, t in enumerate(tensors):
+        if t.shape != ref.shape:
+            raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
+                             f"entry 0 and {list(t.shape)} at entry {i}")
+    xp = ref._backend.xp
+    data = xp.stack([t._data for t in tensors], axis=d)
+    return _record_variadic(StackBackward0, tensors, data, (d, len(tensors)))

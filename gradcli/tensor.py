@@ -1,0 +1,264 @@
+"""The Tensor: an array plus the autograd state PyTorch's ``Variable`` carried.
+
+A tensor holds ``_data`` (an array of its backend) and, when it is the output of a
+recorded operation, ``grad_fn``, the graph node that computes its inputs'
+gradients. Leaves that require grad own an ``AccumulateGrad`` node (created on
+first use, held weakly as in PyTorch) that adds incoming gradients into ``.grad``.
+
+Operations (``+``, ``exp``, ``sum``...) and their method forms are attached by
+``gradcli.ops`` from the op table, so this module holds only state and the
+members SPEC §2 lists.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from . import dtypes as _dt
+from .backend import NUMPY, Backend
+from .errors import AutogradError, GradTypeError
+from .grad_mode import STATE as _GRAD
+
+_ndarray_type = type(NUMPY.xp.empty(0))
+
+
+class Tensor:
+    __slots__ = ("_data", "_backend", "_requires_grad", "grad_fn", "_grad", "_version",
+                 "_acc", "_hooks", "_retains_grad", "__weakref__")
+
+    # -- construction -----------------------------------------------------------
+    def __init__(self, data, requires_grad: bool = False, *, backend: Backend = NUMPY):
+        self._data = data
+        self._backend = backend
+        self._requires_grad = False
+        self.grad_fn = None
+        self._grad = None
+        self._version = [0]
+        self._acc = None
+        self._hooks = None
+        self._retains_grad = False
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _make(cls, data, backend: Backend, grad_fn=None) -> "Tensor":
+        """Fast constructor for op results (no validation)."""
+        t = object.__new__(cls)
+        if data.__class__ is not _ndarray_type:
+            data = backend.fix(data)
+        t._data = data
+        t._backend = backend
+        t._requires_grad = grad_fn is not None
+        t.grad_fn = grad_fn
+        t._grad = None
+        t._version = [0]
+        t._acc = None
+        t._hooks = None
+        t._retains_grad = False
+        return t
+
+    # -- autograd state -----------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        flag = bool(requires_grad)
+        if self.grad_fn is not None:
+            if not flag:
+                raise AutogradError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use "
+                    "a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if flag and not _dt.DTYPES[self._backend.dtype_name(self._data)].is_floating_point:
+            raise GradTypeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = flag
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None and not isinstance(value, Tensor):
+            raise GradTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+        if value is not None and value.shape != self.shape:
+            raise GradTypeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        if not self._requires_grad:
+            raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return  # a no-op for leaves, as in PyTorch
+        self.grad_fn._retain = weakref.ref(self)
+        self._retains_grad = True
+
+    def _accumulator(self):
+        """This leaf's AccumulateGrad node, shared by every op that uses the leaf."""
+        acc = self._acc() if self._acc is not None else None
+        if acc is None:
+            from .node import AccumulateGrad
+            acc = AccumulateGrad(self)
+            self._acc = weakref.ref(acc)
+        return acc
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a replacement."""
+        from .node import RemovableHandle
+        if not self._requires_grad:
+            raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            hooks = self.grad_fn._pre_hooks
+            if hooks is None:
+                hooks = self.grad_fn._pre_hooks = {}
+        else:
+            hooks = self._hooks
+            if hooks is None:
+                hooks = self._hooks = {}
+        return RemovableHandle(hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        from .engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+    def detach(self) -> "Tensor":
+        """A new leaf sharing this tensor's data and version counter, outside the graph."""
+        t = Tensor._make(self._data, self._backend)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> "Tensor":
+        """The same storage as a tensor that does not require grad (and, as in torch, its own version)."""
+        return Tensor._make(self._data, self._backend)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data if isinstance(value, Tensor) else self._backend.asarray(value)
+
+    # -- in-place ---------------------------------------------------------------------
+    def _check_inplace(self) -> None:
+        if _GRAD.enabled and self._requires_grad and self.grad_fn is None:
+            raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+    def _bump(self) -> None:
+        self._version[0] += 1
+
+    def zero_(self) -> "Tensor":
+        self._check_inplace()
+        self._data[...] = 0
+        self._bump()
+        if self.grad_fn is not None and _GRAD.enabled:
+            from .ops import _rebase_zero
+            _rebase_zero(self)
+        return self
+
+    # -- metadata ------------------------------------------------------------------------
+    @property
+    def shape(self) -> _dt.Size:
+        return _dt.Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return self.shape
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self) -> _dt.dtype:
+        return _dt.DTYPES[self._backend.dtype_name(self._data)]
+
+    @property
+    def device(self) -> _dt.device:
+        return _dt.device(self._backend.name)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._backend.device_type == "cuda"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return _dt.Size(self._data.shape).numel()
+
+    def __len__(self) -> int:
+        if not self._data.ndim:
+            raise GradTypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # -- conversion -----------------------------------------------------------------------
+    def numpy(self):
+        if self._requires_grad:
+            raise AutogradError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._backend.to_host(self._data)
+
+    def tolist(self):
+        return self._backend.to_host(self._data).tolist()
+
+    def item(self):
+        if self.numel() != 1:
+            raise GradTypeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._backend.to_host(self._data).reshape(()).item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.category != 1 or self.numel() != 1:
+            raise GradTypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from .formatting import format_tensor
+        return format_tensor(
+            self._backend.to_host(self._data), dtype=self.dtype.name,
+            requires_grad=self._requires_grad and self.grad_fn is None,
+            grad_fn=None if self.grad_fn is None else self.grad_fn.name_for_repr(),
+            device=self._backend.name if self._backend.device_type == "cuda" else "cpu",
+            default_float=_dt.DEFAULTS.float.name)
+
+    __str__ = __repr__
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    from .errors import GradTypeError as _E
+    dim = int(dim)
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise _E(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim

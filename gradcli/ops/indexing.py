@@ -81,8 +81,8 @@ def getitem(x: Tensor, key):
     used = sum(_consumed(i) for i in items if i is not Ellipsis)
     if used > x.ndim:
         raise ShapeError(f"too many indices for tensor of dimension {x.ndim}")
-    if Ellipsis in items:
-        at = items.index(Ellipsis)
+    at = next((i for i, item in enumerate(items) if item is Ellipsis), None)
+    if at is not None:
         items[at:at + 1] = [slice(None)] * (x.ndim - used)
         single = False
     out, d = x, 0

@@ -11,7 +11,7 @@ from .. import dtypes as _dt
 from ..errors import AutogradError, ShapeError, GradTypeError
 from ..function import apply, as_tensor_arg, function
 from ..grad_mode import STATE as _GRAD
-from ..node import define_node
+from ..node import define_node, formula_helpers
 from ..tensor import Tensor
 
 _SCALARS = (int, float, bool)
@@ -241,6 +241,9 @@ def clamp_mask(F, x, lo, hi):
     if hi is None:
         return x >= lo
     return F.logical_and(x >= lo, x <= hi)
+
+
+formula_helpers(clamp_mask=clamp_mask)
 
 
 @function("clamp(input, min=None, max=None)", grad_fns=("ClampBackward1", "ClampBackward0"))

@@ -7,6 +7,8 @@ they run on arrays and, under ``create_graph``, on tensors alike.
 
 from __future__ import annotations
 
+import builtins as _builtins
+
 from .. import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..function import apply, function
@@ -103,7 +105,7 @@ def var_backward(F, grad, self, dim, correction, keepdim):
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
     mean = F.sum(self, dim, True) / n if dim is not None else F.sum(self) / n
-    return (2.0 / max(n - correction, 0)) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
+    return (2.0 / _builtins.max(n - correction, 0)) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):
@@ -310,7 +312,7 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
     data = input._data
     if data.ndim == 0:
         idx = xp.zeros((), dtype=xp.int64)
-        values = apply(dim_cls, (input,), (None, True, idx)) if False else input.clone()
+        values = input.clone()
         return ret_cls(name, values, Tensor._make(idx, input._backend))
     arg = xp.argmax if name == "max" else xp.argmin
     indices = arg(data, axis=d, keepdims=bool(keepdim))

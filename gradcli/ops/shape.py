@@ -237,7 +237,7 @@ def clone(input):
     return apply(CloneBackward0, (input,))
 
 
-@function("detach(input)", grad_fns=(), differentiable=False, category="autograd")
+@function("detach(input)", method=False, grad_fns=(), differentiable=False, category="autograd")
 def detach(input):
     """The same data, cut from the graph (requires_grad=False)."""
     return Tensor.detach(input)

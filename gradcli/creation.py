@@ -17,6 +17,7 @@ from .limits import check_numel
 from .tensor import Tensor
 
 _RNG = [_np.random.default_rng()]
+DEFAULT_DEVICE = ["cpu"]  # set by the CLI's --device
 
 
 def manual_seed(seed: int) -> None:
@@ -25,7 +26,7 @@ def manual_seed(seed: int) -> None:
 
 
 def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
-    backend = get_backend(device)
+    backend = get_backend(DEFAULT_DEVICE[0] if device is None else device)
     data = backend.from_host(host) if backend.xp is not _np else host
     if backend.xp is not _np:
         data = backend.asarray(data, dtype)

@@ -22,6 +22,18 @@ from .grad_mode import STATE as _GRAD
 _ndarray_type = type(NUMPY.xp.empty(0))
 
 
+class _PrintOptions:
+    """``torch.set_printoptions`` for gradcli's reprs (the CLI's --precision)."""
+
+    __slots__ = ("precision",)
+
+    def __init__(self):
+        self.precision = 4
+
+
+PRINT_OPTIONS = _PrintOptions()
+
+
 class Tensor:
     __slots__ = ("_data", "_backend", "_requires_grad", "grad_fn", "_grad", "_version",
                  "_acc", "_hooks", "_retains_grad", "__weakref__")
@@ -246,7 +258,7 @@ class Tensor:
     def __repr__(self) -> str:
         from .formatting import format_tensor
         return format_tensor(
-            self._backend.to_host(self._data), dtype=self.dtype.name,
+            self._backend.to_host(self._data), dtype=self.dtype.name, precision=PRINT_OPTIONS.precision,
             requires_grad=self._requires_grad and self.grad_fn is None,
             grad_fn=None if self.grad_fn is None else self.grad_fn.name_for_repr(),
             device=self._backend.name if self._backend.device_type == "cuda" else "cpu",

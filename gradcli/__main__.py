@@ -1,0 +1,3 @@
+from gradcli.cli import main
+import sys
+sys.exit(main())

@@ -1,0 +1,198 @@
+"""Rendering a run: the variables table (rich), the JSON document, and error messages.
+
+Rich is imported only when a table is drawn; JSON and errors need nothing but the
+standard library, so scripted use stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+from . import __version__
+from .errors import GradcliError
+
+
+# -- values --------------------------------------------------------------------------------
+
+def node_name(node) -> str | None:
+    return None if node is None else node.name_for_repr()
+
+
+def next_functions_text(t) -> str:
+    if t.grad_fn is None:
+        return "None"
+    return repr(t.grad_fn.next_functions)
+
+
+def tensor_text(t) -> str:
+    """The repr of a tensor's values, without autograd suffixes (the ``data`` column)."""
+    return repr(t.detach())
+
+
+def _json_number(x):
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+    return x
+
+
+def json_values(t):
+    """Nested lists of full-precision numbers; NaN and infinities as strings."""
+    if t is None:
+        return None
+    host = t._backend.to_host(t._data)
+    if host.dtype.kind == "f" and not bool(__import__("numpy").isfinite(host).all()):
+        return _map_nested(host.tolist(), _json_number)
+    return host.tolist()
+
+
+def _map_nested(value, fn):
+    if not isinstance(value, list):
+        return fn(value)
+    out = []
+    stack = [(value, out)]
+    while stack:
+        src, dst = stack.pop()
+        for item in src:
+            if isinstance(item, list):
+                child = []
+                dst.append(child)
+                stack.append((item, child))
+            else:
+                dst.append(fn(item))
+    return out
+
+
+def variable_record(name: str, t) -> dict:
+    return {
+        "name": name,
+        "shape": list(t.shape),
+        "dtype": t.dtype.name,
+        "device": str(t.device),
+        "requires_grad": t.requires_grad,
+        "is_leaf": t.is_leaf,
+        "grad_fn": node_name(t.grad_fn),
+        "next_functions": None if t.grad_fn is None else
+        [[node_name(n), i] for n, i in t.grad_fn.next_functions],
+        "data": json_values(t),
+        "grad": json_values(t.grad),
+    }
+
+
+def rows(result):
+    """The table's rows: named tensors in order of first binding, then the unnamed last value as ``_``."""
+    from .tensor import Tensor
+    out = list(result.tensors)
+    last = result.last_value
+    if isinstance(last, Tensor) and all(v is not last for _, v in out):
+        out.append(("_", last))
+    return out
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliError | None = None,
+                  extra: dict | None = None) -> str:
+    doc = {
+        "version": __version__,
+        "device": device,
+        "dtype": dtype,
+        "variables": [] if result is None else [variable_record(n, t) for n, t in rows(result)],
+        "printed": [] if result is None else list(result.printed),
+        "checks": [] if result is None else
+        [{"line": c.line, "passed": c.passed, "message": c.message} for c in result.checks],
+        "backward": "none" if result is None else result.backward,
+        "error": None if error is None else error_record(error),
+    }
+    if result is not None and result.note:
+        doc["note"] = result.note
+    if extra:
+        doc.update(extra)
+    return dump_document(doc)
+
+
+def dump_document(doc: dict) -> str:
+    """Pretty JSON with one line per variable and per check, as SPEC §4 shows it."""
+    def one(value):
+        return json.dumps(value, allow_nan=False, default=str, separators=(", ", ": "))
+    parts = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            items = ",\n    ".join(one(v) for v in value)
+            parts.append(f'  {one(key)}: [\n    {items}\n  ]')
+        else:
+            parts.append(f"  {one(key)}: {one(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}"
+
+
+def error_record(err: GradcliError) -> dict:
+    return {"kind": err.kind, "message": err.message, "line": err.line, "column": err.column}
+
+
+# -- errors on stderr ------------------------------------------------------------------------
+
+def error_text(err: GradcliError, source: str | None) -> str:
+    lines = [f"error: {err.message}"]
+    if err.line is not None and source is not None:
+        lines.append(f"  --> line {err.line}, column {err.column}")
+        src_lines = source.split("\n")
+        if 1 <= err.line <= len(src_lines):
+            text = src_lines[err.line - 1]
+            if len(text) > 200:
+                start = max(0, (err.column or 1) - 100)
+                text, offset = text[start:start + 200], start
+            else:
+                offset = 0
+            lines.append(f"   | {text}")
+            lines.append(f"   | {' ' * max(0, (err.column or 1) - 1 - offset)}^")
+    if err.hint:
+        hint = err.hint
+        if "\n" not in hint or err.line is None:
+            lines.append(f"hint: {hint}")
+    return "\n".join(lines)
+
+
+# -- the table ------------------------------------------------------------------------------
+
+def _console(file=None):
+    from rich.console import Console
+    file = file or sys.stdout
+    is_tty = hasattr(file, "isatty") and file.isatty()
+    width = None if is_tty else int(os.environ.get("COLUMNS", "160") or 160)
+    return Console(file=file, width=width, no_color=bool(os.environ.get("NO_COLOR")) or not is_tty,
+                   color_system="auto" if is_tty and not os.environ.get("NO_COLOR") else None,
+                   highlight=False, soft_wrap=False)
+
+
+def print_table(result, file=None, title: str | None = None) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    console = _console(file)
+    table = Table(box=box.SIMPLE_HEAVY, title=title, show_lines=False, pad_edge=False)
+    for col, style in (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""),
+                       ("is_leaf", ""), ("grad_fn", "cyan"), ("next_functions", "cyan"),
+                       ("data", ""), ("grad", "green")):
+        table.add_column(col, style=style or None, overflow="fold")
+    for name, t in rows(result):
+        table.add_row(
+            Text(name), Text(str(list(t.shape))), Text(t.dtype.name), Text(str(t.requires_grad)),
+            Text(str(t.is_leaf)), Text(repr(t.grad_fn) if t.grad_fn is not None else "None"),
+            Text(next_functions_text(t)), Text(tensor_text(t)),
+            Text("None" if t.grad is None else tensor_text(t.grad)))
+    console.print(table)
+
+
+def print_notes(result, file=None) -> None:
+    file = file or sys.stdout
+    if result.note:
+        print(f"note: {result.note}", file=file)
+    for c in result.checks:
+        if not c.passed:
+            msg = f": {c.message}" if c.message else ""
+            print(f"check failed at line {c.line}{msg}", file=sys.stderr)

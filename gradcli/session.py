@@ -1,0 +1,189 @@
+"""One CLI invocation's pipeline, shared by every command: read the source,
+configure the engine, parse, declare the command-line leaves, run.
+
+Commands (``eval``, ``check``, ``graph``) differ only in what they do with the
+``RunResult``; reading input and mapping failures to errors happens here once.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+
+from .errors import GradcliError, GradSyntaxError, UsageError
+
+MAX_SOURCE_BYTES = 10 * 2 ** 20
+
+
+@dataclass
+class Options:
+    source: str | None = None
+    file: str | None = None
+    leaves: list[str] = field(default_factory=list)
+    grads: list[str] = field(default_factory=list)
+    device: str = "cpu"
+    dtype: str = "float32"
+    seed: int | None = None
+    no_backward: bool = False
+    precision: int = 4
+    max_elements: int | None = None
+    timeout: float | None = None
+    json: bool = False
+    debug: bool = False
+
+
+@dataclass
+class Source:
+    text: str
+    name: str
+
+
+def read_source(opts: Options, stdin=None) -> Source:
+    """Exactly one of SOURCE, ``-f FILE`` (``-f -`` for stdin) or piped stdin."""
+    stdin = stdin if stdin is not None else sys.stdin
+    given = [x for x in (opts.source, opts.file) if x is not None]
+    if len(given) > 1:
+        raise UsageError("give the program either as SOURCE or with -f FILE, not both")
+    if opts.source is not None:
+        return Source(_check_text(opts.source, "SOURCE"), "<source>")
+    if opts.file is not None:
+        if opts.file == "-":
+            return Source(_read_stream(stdin), "<stdin>")
+        return Source(_read_file(opts.file), opts.file)
+    if stdin is not None and not _isatty(stdin):
+        return Source(_read_stream(stdin), "<stdin>")
+    raise UsageError("no program given: pass SOURCE, -f FILE, or pipe a program on stdin",
+                     hint="example: gradcli eval 'mean(x + 2)' -g 'x=ones(2,2)'")
+
+
+def _isatty(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return True
+
+
+def _read_stream(stream) -> str:
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        data = buffer.read(MAX_SOURCE_BYTES + 1)
+    else:
+        data = stream.read(MAX_SOURCE_BYTES + 1)
+    if isinstance(data, str):
+        return _check_text(data, "stdin")
+    return _decode(data, "stdin")
+
+
+def _read_file(path: str) -> str:
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory, not a program file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SOURCE_BYTES + 1)
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return _decode(data, path)
+
+
+def _decode(data: bytes, where: str) -> str:
+    if len(data) > MAX_SOURCE_BYTES:
+        raise UsageError(f"{where} is larger than {MAX_SOURCE_BYTES // 2 ** 20} MiB; gradcli programs are "
+                         f"small text files")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{where} is not UTF-8 text (invalid byte at offset {exc.start})",
+                         hint="save the program as UTF-8") from None
+    return _check_text(text, where)
+
+
+def _check_text(text: str, where: str) -> str:
+    if len(text) > MAX_SOURCE_BYTES:
+        raise UsageError(f"{where} is larger than {MAX_SOURCE_BYTES // 2 ** 20} MiB")
+    if "\x00" in text:
+        raise UsageError(f"{where} contains NUL bytes: it looks like a binary file, not a program")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def configure(opts: Options) -> None:
+    """Set the engine's defaults for this run: dtype, device, seed, limits."""
+    from . import creation, dtypes, limits
+    from .tensor import PRINT_OPTIONS
+    dtypes.set_default_dtype(opts.dtype)
+    if opts.max_elements is not None:
+        if opts.max_elements < 1:
+            raise UsageError("--max-elements must be a positive integer")
+        limits.LIMITS.max_elements = opts.max_elements
+    if opts.precision < 0 or opts.precision > 30:
+        raise UsageError("--precision must be between 0 and 30")
+    PRINT_OPTIONS.precision = opts.precision
+    if opts.seed is not None:
+        creation.manual_seed(opts.seed)
+    device = opts.device or "cpu"
+    if device != "cpu":
+        from .backend import get_backend
+        get_backend(device)  # fails early, with exit 3, if the device is not there
+    creation.DEFAULT_DEVICE[0] = device
+
+
+@dataclass
+class Declaration:
+    name: str
+    node: object
+    requires_grad: bool
+    text: str
+    flag: str
+
+
+def parse_declarations(opts: Options) -> list[Declaration]:
+    from . import syntax as S
+    decls = []
+    for flag, specs, rg in (("--leaf", opts.leaves, False), ("--grad", opts.grads, True)):
+        for spec in specs:
+            name, eq, init = spec.partition("=")
+            name = name.strip()
+            if not eq or not name.isidentifier() or not init.strip():
+                raise UsageError(f"{flag} expects NAME=INIT, e.g. {flag} 'x=ones(2,2)'; got {spec!r}")
+            try:
+                program = S.parse(f"{name} = {init.strip()}", filename=f"{flag} {spec}")
+            except GradSyntaxError as err:
+                err.message = f"in {flag} {spec}: {err.message}"
+                raise
+            stmts = program.body
+            if len(stmts) != 1 or not isinstance(stmts[0], S.Assign) or stmts[0].unpack:
+                raise UsageError(f"{flag} expects one NAME=INIT, got {spec!r}")
+            decls.append(Declaration(name, stmts[0].value, rg, spec, flag))
+    return decls
+
+
+def run(opts: Options, on_print=None, stdin=None):
+    """Read, configure, parse and run. Returns ``(source, program, interpreter, result)``.
+
+    Errors before the program runs raise; errors while it runs land in ``result.error``.
+    """
+    from . import syntax as S
+    from .interpreter import Interpreter
+    source = read_source(opts, stdin)
+    configure(opts)
+    decls = parse_declarations(opts)
+    program = S.parse(source.text, filename=source.name)
+    interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
+    for d in decls:
+        try:
+            interp.run_statement_source(d.name, d.node, d.requires_grad, f"{d.flag} {d.text}")
+        except GradcliError as err:
+            err.message = f"in {d.flag} {d.text}: {err.message}"
+            err.line = err.column = None
+            raise
+    result = _with_numpy_quiet(lambda: interp.run(program))
+    return source, program, interp, result
+
+
+def _with_numpy_quiet(fn):
+    """NumPy warns on log(0), 0/0...; torch returns inf/nan silently, and so do we."""
+    import numpy as np
+    with np.errstate(all="ignore"):
+        return fn()

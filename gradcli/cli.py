@@ -155,6 +155,7 @@ def eval_cmd(
         src, program, interp, result = run_program(opts, on_print=live)
         if opts.json:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
+            render.print_failed_checks(result)
             if result.error is not None:
                 print(render.error_text(result.error, src.text), file=sys.stderr)
         else:
@@ -237,25 +238,23 @@ def ops_cmd(json_: bool = JsonOpt) -> None:
 
 def main(argv=None) -> int:
     """Console entry point. Click usage errors keep exit code 2 and, under --json, a JSON document."""
-    import click
+    from typer._click import exceptions as click_exc
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         rc = app(args=argv, prog_name="gradcli", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("aborted", file=sys.stderr)
         return 130
-    except click.ClickException as exc:
+    except click_exc.ClickException as exc:
         if "--json" in argv:
             from . import render
             err = UsageError(exc.format_message())
             print(render.json_document(None, error=err))
         exc.show()
         return 2
-    except typer.Exit as exc:
-        return exc.exit_code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -163,6 +163,8 @@ class Interpreter:
             self._maybe_auto_backward()
         except GradcliError as err:
             self.result.error = err
+            if self.explicit_backward:
+                self.result.backward = "explicit"
         self.result.variables = [(n, self.env[n]) for n in self.order if n in self.env]
         self.result.last_value = self.last_value
         return self.result
@@ -576,7 +578,7 @@ _NUMERIC = (int, float, bool, Tensor)
 def _check_operand(v, op, allow_none=False):
     if isinstance(v, _NUMERIC) or (allow_none and v is None):
         return
-    if op in ("==", "!=") and isinstance(v, (str, _dtype, _device, Size, tuple, list)):
+    if op in ("==", "!=") and isinstance(v, (str, _dtype, _device, Size, tuple, list, Node)):
         return
     raise GradTypeError(f"unsupported operand type for {op}: '{_type_name(v)}'")
 

@@ -169,29 +169,64 @@ def _console(file=None):
                    highlight=False, soft_wrap=False)
 
 
+_COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""), ("is_leaf", ""),
+            ("grad_fn", "cyan"), ("next_functions", "cyan"), ("data", ""), ("grad", "green"))
+
+
+def _cells(t, name: str) -> list[str]:
+    return [name, str(list(t.shape)), t.dtype.name, str(t.requires_grad), str(t.is_leaf),
+            repr(t.grad_fn) if t.grad_fn is not None else "None", next_functions_text(t),
+            tensor_text(t), "None" if t.grad is None else tensor_text(t.grad)]
+
+
+def _width(text: str) -> int:
+    return max(len(line) for line in text.split("\n"))
+
+
 def print_table(result, file=None, title: str | None = None) -> None:
+    """One row per variable when it fits the terminal; otherwise one card per variable, so a
+    tensor's repr is never folded mid-number."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
     console = _console(file)
-    table = Table(box=box.SIMPLE_HEAVY, title=title, show_lines=False, pad_edge=False)
-    for col, style in (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""),
-                       ("is_leaf", ""), ("grad_fn", "cyan"), ("next_functions", "cyan"),
-                       ("data", ""), ("grad", "green")):
-        table.add_column(col, style=style or None, overflow="fold")
-    for name, t in rows(result):
-        table.add_row(
-            Text(name), Text(str(list(t.shape))), Text(t.dtype.name), Text(str(t.requires_grad)),
-            Text(str(t.is_leaf)), Text(repr(t.grad_fn) if t.grad_fn is not None else "None"),
-            Text(next_functions_text(t)), Text(tensor_text(t)),
-            Text("None" if t.grad is None else tensor_text(t.grad)))
-    console.print(table)
+    data = [_cells(t, name) for name, t in rows(result)]
+    widths = [max([len(col)] + [_width(r[i]) for r in data]) for i, (col, _) in enumerate(_COLUMNS)]
+    if sum(widths) + 2 * (len(widths) - 1) <= console.width or not data:
+        table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
+        for col, style in _COLUMNS:
+            table.add_column(col, style=style or None, no_wrap=True)
+        for r in data:
+            table.add_row(*(Text(c) for c in r))
+        console.print(table)
+    else:
+        for r in data:
+            card = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False,
+                         title=Text(r[0], style="bold"), title_justify="left")
+            card.add_column("field", style="dim", no_wrap=True)
+            card.add_column("value", overflow="fold")
+            for (col, style), cell in zip(_COLUMNS[1:], r[1:]):
+                card.add_row(col, Text(cell, style=style or ""))
+            console.print(card)
+    if result.checks:
+        checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
+        for col in ("line", "result", "message"):
+            checks.add_column(col)
+        for c in result.checks:
+            checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
+                           Text("FAIL", style="bold red"), c.message or "")
+        console.print(checks)
 
 
 def print_notes(result, file=None) -> None:
     file = file or sys.stdout
     if result.note:
         print(f"note: {result.note}", file=file)
+    print_failed_checks(result)
+
+
+def print_failed_checks(result) -> None:
+    """Failed asserts go to stderr in every output mode, so CI logs show them."""
     for c in result.checks:
         if not c.passed:
             msg = f": {c.message}" if c.message else ""

@@ -52,7 +52,9 @@ def read_source(opts: Options, stdin=None) -> Source:
             return Source(_read_stream(stdin), "<stdin>")
         return Source(_read_file(opts.file), opts.file)
     if stdin is not None and not _isatty(stdin):
-        return Source(_read_stream(stdin), "<stdin>")
+        text = _read_stream(stdin)
+        if text:  # an empty, implicit stdin (a script's /dev/null) means no program was given
+            return Source(text, "<stdin>")
     raise UsageError("no program given: pass SOURCE, -f FILE, or pipe a program on stdin",
                      hint="example: gradcli eval 'mean(x + 2)' -g 'x=ones(2,2)'")
 
@@ -66,10 +68,13 @@ def _isatty(stream) -> bool:
 
 def _read_stream(stream) -> str:
     buffer = getattr(stream, "buffer", None)
-    if buffer is not None:
-        data = buffer.read(MAX_SOURCE_BYTES + 1)
-    else:
-        data = stream.read(MAX_SOURCE_BYTES + 1)
+    try:
+        if buffer is not None:
+            data = buffer.read(MAX_SOURCE_BYTES + 1)
+        else:
+            data = stream.read(MAX_SOURCE_BYTES + 1)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read the program from stdin ({exc})") from None
     if isinstance(data, str):
         return _check_text(data, "stdin")
     return _decode(data, "stdin")
@@ -110,8 +115,11 @@ def _check_text(text: str, where: str) -> str:
 
 def configure(opts: Options) -> None:
     """Set the engine's defaults for this run: dtype, device, seed, limits."""
-    from . import creation, dtypes, limits
+    from . import creation, dtypes, grad_mode, limits
     from .tensor import PRINT_OPTIONS
+    # Every run starts from the same engine state, also when several run in one process.
+    grad_mode.STATE.enabled = True
+    limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
     dtypes.set_default_dtype(opts.dtype)
     if opts.max_elements is not None:
         if opts.max_elements < 1:

@@ -1,0 +1,61 @@
+"""Every file in examples/ runs through `gradcli eval --json` and matches its checked-in
+expected document (values, grads, grad_fns, printed output, checks and errors)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gradcli.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FILES = sorted(EXAMPLES.glob("*.grad"))
+
+
+def _args(path: Path):
+    match = re.search(r"gradcli: (.*)", path.read_text())
+    return match.group(1).split() if match else []
+
+
+def run_json(capsys, path):
+    code = main(["eval", "-f", str(path), "--json", *_args(path)])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_example_matches_expected(capsys, path):
+    code, doc = run_json(capsys, path)
+    expected = json.loads((EXAMPLES / "expected" / f"{path.stem}.json").read_text())
+    assert doc == expected
+    want_code = 0 if expected["error"] is None else {"autograd": 3, "name": 2, "shape": 2}[expected["error"]["kind"]]
+    if any(not c["passed"] for c in expected["checks"]):
+        want_code = 1
+    assert code == want_code
+
+
+def test_every_example_has_expected_output():
+    assert FILES, "no examples found"
+    for path in FILES:
+        assert (EXAMPLES / "expected" / f"{path.stem}.json").exists(), path.name
+
+
+def test_seed_outputs_read_as_the_articles_say(capsys):
+    """Spot-check the lines the seed articles print, in PyTorch's format."""
+    _, doc = run_json(capsys, EXAMPLES / "seed0_variable.grad")
+    assert doc["printed"][:3] == ["None", "tensor([[0.2500, 0.2500],\n        [0.2500, 0.2500]])", "None"]
+    _, doc = run_json(capsys, EXAMPLES / "seed2_accumulate.grad")
+    assert doc["printed"][2:5] == ["tensor([0.3333, 0.3333, 0.3333])", "tensor([0.6667, 0.6667, 0.6667])",
+                                   "tensor([0., 0., 0.])"]
+    _, doc = run_json(capsys, EXAMPLES / "seed3_quickstart.grad")
+    assert doc["printed"][4] == ("tensor([[27., 27.],\n        [27., 27.]], grad_fn=<MulBackward0>) "
+                                 "tensor(27., grad_fn=<MeanBackward0>)")
+    assert doc["printed"][5] == "tensor([[4.5000, 4.5000],\n        [4.5000, 4.5000]])"
+    _, doc = run_json(capsys, EXAMPLES / "seed4_next_functions.grad")
+    assert doc["printed"][3] == "((<AccumulateGrad>, 0), (None, 0)) ((<MulBackward0>, 0), (<AccumulateGrad>, 0))"
+    assert doc["printed"][4] == "True"
+    _, doc = run_json(capsys, EXAMPLES / "seed2_retain_graph.grad")
+    assert doc["error"]["kind"] == "autograd"
+    assert doc["error"]["message"].startswith("Trying to backward through the graph a second time")
+    assert doc["error"]["line"] == 9

@@ -240,6 +240,10 @@ def main(argv=None) -> int:
     """Console entry point. Click usage errors keep exit code 2 and, under --json, a JSON document."""
     from typer._click import exceptions as click_exc
     argv = list(sys.argv[1:] if argv is None else argv)
+    from .fastcli import run as run_fast
+    rc = run_fast(app, argv)
+    if rc is not None:
+        return rc
     try:
         rc = app(args=argv, prog_name="gradcli", standalone_mode=False)
         return rc if isinstance(rc, int) else 0

@@ -16,13 +16,19 @@ from .function import function
 from .limits import check_numel
 from .tensor import Tensor
 
-_RNG = [_np.random.default_rng()]
+_RNG = [None]  # made on first use: importing numpy.random costs ~10 ms of start-up
 DEFAULT_DEVICE = ["cpu"]  # set by the CLI's --device
 
 
 def manual_seed(seed: int) -> None:
     """Seed the generator behind rand/randn/rand_like."""
     _RNG[0] = _np.random.default_rng(int(seed))
+
+
+def _rng():
+    if _RNG[0] is None:
+        _RNG[0] = _np.random.default_rng()
+    return _RNG[0]
 
 
 def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
@@ -132,7 +138,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     """Uniform random values in [0, 1) (seed with --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_RNG[0].random(shape).astype(name), name, device, requires_grad)
+    return _finish(_rng().random(shape).astype(name), name, device, requires_grad)
 
 
 @function("randn(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
@@ -140,7 +146,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     """Standard normal random values (seed with --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_RNG[0].standard_normal(shape).astype(name), name, device, requires_grad)
+    return _finish(_rng().standard_normal(shape).astype(name), name, device, requires_grad)
 
 
 @function("arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False)", method=False,
@@ -219,14 +225,14 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
 @function("rand_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
 def rand_like(input, dtype=None, device=None, requires_grad=False):
     """Uniform random values with ``input``'s shape, dtype and device."""
-    return _like(lambda s, d: _RNG[0].random(s).astype(d), input, dtype, device, requires_grad)
+    return _like(lambda s, d: _rng().random(s).astype(d), input, dtype, device, requires_grad)
 
 
 @function("randn_like(input, dtype=None, device=None, requires_grad=False)", method=False,
           category="creation")
 def randn_like(input, dtype=None, device=None, requires_grad=False):
     """Standard normal values with ``input``'s shape, dtype and device."""
-    return _like(lambda s, d: _RNG[0].standard_normal(s).astype(d), input, dtype, device, requires_grad)
+    return _like(lambda s, d: _rng().standard_normal(s).astype(d), input, dtype, device, requires_grad)
 
 
 @function("allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False)", differentiable=False,

@@ -196,13 +196,18 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                     g = _run_hooks(node._pre_hooks, g, create_graph)
                 if node._retain is not None:
                     _retain(node._retain, g, create_graph)
-            if target_set is not None and node in target_set:
-                if g is not None:
-                    captured[node] = g
             if node.__class__ is AccumulateGrad:
-                if accumulate and g is not None:
-                    _accumulate(node.variable, g, create_graph)
+                if g is not None:
+                    leaf = node.variable
+                    if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
+                        g = _run_hooks(leaf._hooks, g, create_graph)
+                    if target_set is not None and node in target_set:
+                        captured[node] = g
+                    if accumulate:
+                        _accumulate(leaf, g, create_graph)
                 continue
+            if target_set is not None and node in target_set and g is not None:
+                captured[node] = g
             if g is None:
                 grads = None
             else:
@@ -288,8 +293,7 @@ def _retain(ref, g, create_graph: bool) -> None:
 
 
 def _accumulate(leaf: Tensor, g, create_graph: bool) -> None:
-    if leaf._hooks:
-        g = _run_hooks(leaf._hooks, g, create_graph)
+    """Add ``g`` (already through the leaf's hooks) into ``leaf.grad``."""
     if create_graph:
         leaf._grad = g if leaf._grad is None else leaf._grad + g
         return

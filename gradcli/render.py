@@ -179,25 +179,22 @@ def _cells(t, name: str) -> list[str]:
             tensor_text(t), "None" if t.grad is None else tensor_text(t.grad)]
 
 
-def _width(text: str) -> int:
-    return max(len(line) for line in text.split("\n"))
-
-
 def print_table(result, file=None, title: str | None = None) -> None:
     """One row per variable when it fits the terminal; otherwise one card per variable, so a
     tensor's repr is never folded mid-number."""
     from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
     console = _console(file)
     data = [_cells(t, name) for name, t in rows(result)]
-    widths = [max([len(col)] + [_width(r[i]) for r in data]) for i, (col, _) in enumerate(_COLUMNS)]
-    if sum(widths) + 2 * (len(widths) - 1) <= console.width or not data:
-        table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
-        for col, style in _COLUMNS:
-            table.add_column(col, style=style or None, no_wrap=True)
-        for r in data:
-            table.add_row(*(Text(c) for c in r))
+    table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
+    for col, style in _COLUMNS:
+        table.add_column(col, style=style or None, no_wrap=True)
+    for r in data:
+        table.add_row(*(Text(c) for c in r))
+    wide = console.options.update_width(1 << 20)
+    if not data or Measurement.get(console, wide, table).maximum <= console.width:
         console.print(table)
     else:
         for r in data:

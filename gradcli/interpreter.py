@@ -305,10 +305,13 @@ class Interpreter:
         if not isinstance(value, Tensor) or not value.requires_grad:
             return
         if value.numel() != 1:
-            name = stmt.targets[0] if isinstance(stmt, S.Assign) and not stmt.unpack else "the result"
-            self.result.note = (f"{name} has shape {list(value.shape)}, so backward was not run: gradients "
-                                f"are implicit only for one-element tensors. Reduce it (sum(), mean()) or "
-                                f"pass a gradient: {name}.backward(ones_like({name}))")
+            named = isinstance(stmt, S.Assign) and not stmt.unpack
+            name = stmt.targets[0] if named else "y"
+            how = (f"pass a gradient: {name}.backward(ones_like({name}))" if named else
+                   "name it and pass a gradient: y = ...; y.backward(ones_like(y))")
+            self.result.note = (f"{name if named else 'the result'} has shape {list(value.shape)}, so backward "
+                                f"was not run: gradients are implicit only for one-element tensors. Reduce it "
+                                f"(sum(), mean()) or {how}")
             return
         try:
             value.backward()

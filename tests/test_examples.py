@@ -59,3 +59,25 @@ def test_seed_outputs_read_as_the_articles_say(capsys):
     assert doc["error"]["kind"] == "autograd"
     assert doc["error"]["message"].startswith("Trying to backward through the graph a second time")
     assert doc["error"]["line"] == 9
+
+
+def _table_text(capsys, monkeypatch, path):
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "160")
+    code = main(["eval", "-f", str(path), *_args(path)])
+    out = capsys.readouterr().out
+    return code, "\n".join(line.rstrip() for line in out.splitlines()).strip("\n") + "\n"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_example_table_matches_golden(capsys, monkeypatch, path):
+    """The default output (printed lines, the variables table, checks, notes) is checked in too:
+    examples/expected/<name>.txt, rendered at 160 columns without colour. Regenerate a golden
+    with GRADCLI_REGEN=1 after reviewing the change."""
+    import os
+    code, text = _table_text(capsys, monkeypatch, path)
+    golden = EXAMPLES / "expected" / f"{path.stem}.txt"
+    if os.environ.get("GRADCLI_REGEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    assert "\x1b[" not in text  # no colour codes when piped

@@ -1,3 +1,5 @@
-from gradcli.cli import main
 import sys
+
+from gradcli.fastcli import main
+
 sys.exit(main())

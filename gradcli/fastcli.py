@@ -1,75 +1,35 @@
-"""A start-up fast path for well-formed command lines.
+"""The entry point, and a start-up fast path for well-formed command lines.
 
-Typer builds its click command on every start, and the typer in use validates parameters
-through pydantic: that costs ~70 ms, more than the whole of evaluating a small program.
-Start-up is part of the product (the seed example must run within 2x ``import numpy``), so
-``main()`` first offers the arguments to :func:`parse`, which reads the very declarations the
-typer commands are made of (their ``typer.Option``/``typer.Argument`` defaults and type
-hints: no second list of options) and binds a plain command line to keyword arguments.
+Importing typer and building its click command costs ~20 ms (and ~70 ms more where typer
+validates parameters through pydantic), more than evaluating a small program. Start-up is part
+of the product (the seed example must run within 2x ``python -c "import numpy"``), so
+:func:`main` first binds the command line itself from the option table in
+:mod:`gradcli.commands`, the same table the typer application is built from.
 
 Anything it is not sure about (help, an unknown or malformed option, a value that does not
-convert, an option given twice that is not a list) returns ``None`` and typer parses the
-command line instead, with its own messages and exit codes.
+convert, an option given twice that is not a list) goes to typer, with its own messages and
+exit codes.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import typing
-
-_SCALARS = {int: int, float: float, str: str}
+import sys
 
 
-def _kind(hint):
-    """(converter, is_list, is_flag) for a parameter's type hint, or None when unsupported."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union:
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) != 1:
-            return None
-        hint, origin = args[0], typing.get_origin(args[0])
-    if origin in (list, typing.List):
-        (item,) = typing.get_args(hint) or (str,)
-        return (_SCALARS[item], True, False) if item in _SCALARS else None
-    if hint is bool:
-        return (None, False, True)
-    return (_SCALARS[hint], False, False) if hint in _SCALARS else None
-
-
-def parse(func, args: list[str]):
-    """Keyword arguments for ``func`` (a typer command) from ``args``, or None to let typer decide."""
-    import typer.models as tm
-    try:
-        hints = typing.get_type_hints(func)
-    except Exception:
-        return None
-    flags, values, positionals, envvars = {}, {}, [], []
-    for name, param in inspect.signature(func).parameters.items():
-        info = param.default
-        kind = _kind(hints.get(name))
-        if kind is None or not isinstance(info, tm.ParameterInfo):
-            return None
-        default = info.default
-        if default is ... or callable(default):
-            return None
-        values[name] = list(default) if kind[1] and default else default
-        if isinstance(info, tm.ArgumentInfo):
-            positionals.append((name, kind))
-            continue
-        for decl in info.param_decls or ():
-            if "/" in decl or not decl.startswith("-"):
-                return None
-            flags[decl] = (name, kind)
-        if info.envvar:
-            envvars.append((name, kind, info.envvar))
+def parse(command, args: list[str]):
+    """Keyword arguments for ``command`` (a :class:`gradcli.commands.Command`) from ``args``, or
+    None to let typer decide."""
+    from .commands import OPTIONS
+    opts = [OPTIONS[name] for name in command.options]
+    values = {o.name: o.default for o in opts}
+    flags = {flag: o for o in opts for flag in o.flags}
+    positionals = [o for o in opts if not o.flags]
     given, rest, i = set(), [], 0
     try:
-        for name, (convert, is_list, is_flag), envvar in envvars:
-            if isinstance(envvar, str) and os.environ.get(envvar):
-                if is_list or is_flag:
-                    return None
-                values[name] = convert(os.environ[envvar])
+        for o in opts:
+            if o.envvar and os.environ.get(o.envvar):
+                values[o.name] = o.type(os.environ[o.envvar])
         while i < len(args):
             arg = args[i]
             i += 1
@@ -80,48 +40,50 @@ def parse(func, args: list[str]):
                 rest.append(arg)
                 continue
             flag, eq, inline = arg.partition("=")
-            if flag not in flags:
+            o = flags.get(flag)
+            if o is None:
                 return None  # -h, --help, unknown options, bundled short flags: typer's job
-            name, (convert, is_list, is_flag) = flags[flag]
-            if is_flag:
+            if o.type is bool:
                 if eq:
                     return None
-                values[name] = True
+                values[o.name] = True
             else:
                 if not eq:
                     if i >= len(args):
                         return None
                     inline, i = args[i], i + 1
-                value = convert(inline)
-                if is_list:
-                    values[name] = (values[name] or []) + [value]
-                elif name in given:
+                value = o.type(inline)
+                if o.multiple:
+                    values[o.name] = (values[o.name] or []) + [value]
+                elif o.name in given:
                     return None
                 else:
-                    values[name] = value
-            given.add(name)
+                    values[o.name] = value
+            given.add(o.name)
         if len(rest) > len(positionals):
             return None
-        for (name, (convert, _, _)), text in zip(positionals, rest):
-            values[name] = convert(text)
+        for o, text in zip(positionals, rest):
+            values[o.name] = o.type(text)
     except ValueError:
         return None
     return values
 
 
-def run(app, argv: list[str]):
-    """Run ``argv`` through the fast path: the command's exit code, or None to let typer run it."""
-    import typer
-    if not argv:
+def run(argv: list[str]):
+    """The exit code of ``argv`` run through the fast path, or None to let typer run it."""
+    from . import commands
+    command = commands.COMMANDS.get(argv[0]) if argv else None
+    if command is None:
         return None
-    for info in app.registered_commands:
-        if info.name == argv[0] and info.callback is not None:
-            kwargs = parse(info.callback, argv[1:])
-            if kwargs is None:
-                return None
-            try:
-                rc = info.callback(**kwargs)
-            except typer.Exit as exc:
-                return exc.exit_code
-            return rc if isinstance(rc, int) else 0
-    return None
+    kwargs = parse(command, argv[1:])
+    return None if kwargs is None else commands.run(argv[0], kwargs)
+
+
+def main(argv=None) -> int:
+    """Console entry point (``gradcli`` and ``python -m gradcli``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rc = run(argv)
+    if rc is not None:
+        return rc
+    from .cli import typer_main
+    return typer_main(argv)

@@ -1,11 +1,15 @@
-"""The start-up fast path binds a command line exactly as typer would, and hands anything else
-(help, unknown options, bad values) to typer."""
+"""The start-up fast path binds a command line exactly as typer would (both read the option
+table in gradcli.commands), and hands anything else (help, unknown options, bad values) to typer."""
+
+import subprocess
+import sys
 
 import pytest
 import typer
 
 from gradcli import fastcli
 from gradcli.cli import app
+from gradcli.commands import COMMANDS
 
 CASES = [
     ["eval", "mean(x)", "-l", "x=ones(2)"],
@@ -15,35 +19,36 @@ CASES = [
     ["check", "sum(x*x)", "-g", "x=rand(3)", "--eps", "1e-4", "--atol", "1e-6"],
     ["graph", "mean(x)", "-g", "x=ones(2)", "--format", "dot"],
     ["ops", "--json"],
+    ["ops"],
 ]
 
 
 def _norm(params):
-    return {k: (list(v) if isinstance(v, (list, tuple)) else v) or (None if v in ((), []) else v)
-            for k, v in params.items()}
+    return {k: (None if v in ((), []) else list(v) if isinstance(v, tuple) else v) for k, v in params.items()}
 
 
 def _typer_params(argv):
-    group = typer.main.get_command(app)
-    command = group.commands[argv[0]]
-    ctx = command.make_context(argv[0], list(argv[1:]))
-    return ctx.params
+    command = typer.main.get_command(app).commands[argv[0]]
+    return command.make_context(argv[0], list(argv[1:])).params
 
 
 @pytest.mark.parametrize("argv", CASES, ids=[" ".join(c[:2]) for c in CASES])
 def test_fast_path_binds_like_typer(argv, monkeypatch):
     monkeypatch.delenv("GRADCLI_DEVICE", raising=False)
-    callback = next(c.callback for c in app.registered_commands if c.name == argv[0])
-    fast = fastcli.parse(callback, argv[1:])
+    fast = fastcli.parse(COMMANDS[argv[0]], argv[1:])
     assert fast is not None
     assert _norm(fast) == _norm(_typer_params(argv))
 
 
+def test_every_command_is_registered_with_typer():
+    assert sorted(c.name for c in app.registered_commands) == sorted(COMMANDS)
+
+
 def test_env_var_default(monkeypatch):
     monkeypatch.setenv("GRADCLI_DEVICE", "cuda:1")
-    callback = next(c.callback for c in app.registered_commands if c.name == "eval")
-    assert fastcli.parse(callback, ["1"])["device"] == "cuda:1"
-    assert fastcli.parse(callback, ["1", "--device", "cpu"])["device"] == "cpu"
+    assert fastcli.parse(COMMANDS["eval"], ["1"])["device"] == "cuda:1"
+    assert fastcli.parse(COMMANDS["eval"], ["1", "--device", "cpu"])["device"] == "cpu"
+    assert _typer_params(["eval", "1"])["device"] == "cuda:1"
 
 
 @pytest.mark.parametrize("args", [
@@ -51,10 +56,19 @@ def test_env_var_default(monkeypatch):
     ["1", "--json=yes"], ["1", "--seed", "1", "--seed", "2"], ["-lx=1", "1"],
 ])
 def test_anything_unusual_goes_to_typer(args):
-    callback = next(c.callback for c in app.registered_commands if c.name == "eval")
-    assert fastcli.parse(callback, args) is None
+    assert fastcli.parse(COMMANDS["eval"], args) is None
 
 
 def test_unknown_command_goes_to_typer():
-    assert fastcli.run(app, ["evil", "1"]) is None
-    assert fastcli.run(app, []) is None
+    assert fastcli.run(["evil", "1"]) is None
+    assert fastcli.run([]) is None
+
+
+def test_plain_eval_does_not_import_typer():
+    code = ("import sys, io, contextlib\n"
+            "from gradcli.fastcli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    rc = main(['eval', 'mean(x)', '-g', 'x=ones(2)', '--json'])\n"
+            "print(rc, 'typer' in sys.modules, 'pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False", "False"]

@@ -1,0 +1,251 @@
+"""The commands (SPEC §1) as plain functions, and the one table of their options.
+
+``cli.py`` builds the typer application from :data:`COMMANDS` (help, ``--help``, shell-style
+errors); :mod:`gradcli.fastcli` binds plain command lines from the same table without
+importing typer at all, which is what keeps ``gradcli eval`` within twice the start-up time of
+``python -c "import numpy"``. Each command returns its exit code; every error becomes one
+message on stderr (or the JSON document's ``error``) and the SPEC's exit code, never a
+traceback unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from .errors import GradcliError, UsageError
+
+EXAMPLES = """
+Examples:
+
+  gradcli eval 'mean(x + temp + 2)' -l 'x=ones(2,2)' -g 'temp=zeros(2,2)'
+
+  gradcli eval -f examples/seed0_variable.grad --json
+
+  echo 'w = tensor([1., 2., 3.], requires_grad=True); d = mean(w)' | gradcli eval
+"""
+
+
+# -- the option table ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Opt:
+    """One command-line parameter. ``name`` is the keyword the command function receives; an
+    option without ``flags`` is the positional SOURCE."""
+    name: str
+    flags: tuple = ()
+    type: type = str
+    default: object = None
+    help: str = ""
+    metavar: str | None = None
+    envvar: str | None = None
+    multiple: bool = False
+    hidden: bool = False
+
+
+@dataclass(frozen=True)
+class Command:
+    run: str            # the function in this module
+    help: str
+    options: tuple      # names in OPTIONS, in --help order
+
+
+def _opts(*opts: Opt) -> dict:
+    return {o.name: o for o in opts}
+
+
+OPTIONS = _opts(
+    Opt("source", help="Program text: one expression or statements.", metavar="SOURCE"),
+    Opt("file", ("-f", "--file"), metavar="FILE", help="Read the program from FILE ('-' for stdin)."),
+    Opt("leaf", ("-l", "--leaf"), multiple=True, metavar="NAME=INIT",
+        help="Declare a leaf before the program runs, e.g. -l 'x=ones(2,2)'."),
+    Opt("grad", ("-g", "--grad"), multiple=True, metavar="NAME=INIT",
+        help="Declare a leaf that requires grad, e.g. -g 'w=rand(3)'."),
+    Opt("device", ("--device",), default="cpu", metavar="DEVICE", envvar="GRADCLI_DEVICE", help="cpu, cuda or cuda:N."),
+    Opt("dtype", ("--dtype",), default="float32", metavar="DTYPE", help="Default float dtype: float32 or float64."),
+    Opt("seed", ("--seed",), int, metavar="N", help="Seed for rand/randn."),
+    Opt("json_", ("--json",), bool, False, help="Print one JSON document on stdout."),
+    Opt("no_backward", ("--no-backward",), bool, False, help="Do not run backward automatically."),
+    Opt("precision", ("--precision",), int, 4, metavar="N", help="Digits after the point when printing values."),
+    Opt("max_elements", ("--max-elements",), int, metavar="N", help="Refuse tensors larger than this (default 2**28)."),
+    Opt("timeout", ("--timeout",), float, metavar="SECONDS", help="Stop after this many seconds (exit 3)."),
+    Opt("debug", ("--debug",), bool, False, hidden=True, help="Show Python tracebacks for internal errors."),
+    Opt("eps", ("--eps",), float, 1e-6, metavar="E", help="Finite-difference step."),
+    Opt("atol", ("--atol",), float, 1e-5, metavar="A", help="Absolute tolerance."),
+    Opt("rtol", ("--rtol",), float, 1e-3, metavar="R", help="Relative tolerance."),
+    Opt("format", ("--format",), default="tree", metavar="FORMAT", help="tree, dot, mermaid or json."),
+    Opt("output", ("-o", "--output"), metavar="FILE", help="Write to FILE (.dot, .svg, .png)."),
+    Opt("show_saved", ("--saved",), bool, False, help="Show saved values' shapes on nodes."),
+)
+
+_PROGRAM = ("source", "file", "leaf", "grad", "device")
+
+COMMANDS = {
+    "eval": Command(
+        "eval_command",
+        "Evaluate a program, run backward, and print every variable's data, grad, grad_fn and "
+        "next_functions." + EXAMPLES,
+        _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision", "max_elements", "timeout", "debug")),
+    "check": Command(
+        "check_command",
+        "Compare each leaf's analytic gradient of the last value with central finite differences "
+        "(in float64). Exit 0 when all agree, 1 otherwise.\n\n\b\nExample:\n"
+        "  gradcli check 'sum(sin(x) * x)' -g 'x=rand(3)'",
+        _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision", "max_elements", "timeout", "debug")),
+    "graph": Command(
+        "graph_command",
+        "Draw the backward graph of the last value: a tree (default), DOT, Mermaid or JSON; -o writes "
+        ".dot/.svg/.png.\n\n\b\nExample:\n"
+        "  gradcli graph 'mean(x * w + 2)' -l 'x=ones(2,2)' -g 'w=rand(2,2)' --format dot",
+        _PROGRAM + ("dtype", "seed", "format", "output", "show_saved", "json_", "max_elements", "timeout",
+                    "debug")),
+    "ops": Command(
+        "ops_command",
+        "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
+        ("json_",)),
+}
+
+
+def run(name: str, kwargs: dict) -> int:
+    """Run command ``name`` with bound keyword arguments; its exit code."""
+    return globals()[COMMANDS[name].run](**kwargs)
+
+
+# -- shared plumbing -----------------------------------------------------------------------------
+
+def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
+            json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False):
+    from .session import Options
+    if dtype not in ("float32", "float64"):
+        raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
+    return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
+                   device=device, dtype=dtype, seed=seed, no_backward=no_backward, precision=precision,
+                   max_elements=max_elements, timeout=timeout, json=json_, debug=debug)
+
+
+def _with_options(body, **kwargs) -> int:
+    """Build Options (a bad option is a usage error, reported like any other) and guard ``body``."""
+    try:
+        opts = options(**kwargs)
+    except GradcliError as err:
+        from .session import Options
+        opts = Options(json=kwargs.get("json_", False))
+        report(opts, err, None)
+        return err.exit_code
+    return guard(opts, lambda: body(opts))
+
+
+def guard(opts, body) -> int:
+    """Run ``body()``; map errors to messages and exit codes."""
+    try:
+        with _Timeout(opts.timeout):
+            return body()
+    except GradcliError as err:
+        report(opts, err, getattr(err, "source_text", None))
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in gradcli: say so, without a traceback
+        if opts.debug:
+            raise
+        err = GradcliError(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        err.kind, err.exit_code = "internal", 3
+        report(opts, err, None)
+        return 3
+
+
+def report(opts, err, source_text) -> None:
+    from . import render
+    if opts.json:
+        print(render.json_document(None, device=opts.device, dtype=opts.dtype, error=err))
+    print(render.error_text(err, source_text), file=sys.stderr)
+
+
+class _Timeout:
+    """``--timeout``: a wall-clock limit raising LimitError (exit 3) via SIGALRM where available."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+
+    def __enter__(self):
+        if self.seconds:
+            import signal
+            if hasattr(signal, "SIGALRM"):
+                def expire(signum, frame):
+                    from .errors import LimitError
+                    raise LimitError(f"the program ran longer than --timeout {self.seconds:g} s")
+                self._old = signal.signal(signal.SIGALRM, expire)
+                signal.setitimer(signal.ITIMER_REAL, float(self.seconds))
+        return self
+
+    def __exit__(self, *exc):
+        if self.seconds:
+            import signal
+            if hasattr(signal, "SIGALRM"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, self._old)
+        return False
+
+
+def run_program(opts, on_print=None):
+    """The shared pipeline; attaches the source to errors so they can show the line."""
+    from . import session
+    source = None
+    try:
+        source = session.read_source(opts)
+        opts.source, opts.file = source.text, None
+        src, program, interp, result = session.run(opts, on_print=on_print)
+    except GradcliError as err:
+        err.source_text = source.text if source is not None and err.line is not None else None
+        raise
+    if result.error is not None:
+        result.error.source_text = src.text
+    return src, program, interp, result
+
+
+# -- the commands --------------------------------------------------------------------------------
+
+def eval_command(**kwargs) -> int:
+    def body(opts):
+        from . import render
+        live = None if opts.json else (lambda text: print(text, flush=False))
+        src, program, interp, result = run_program(opts, on_print=live)
+        if opts.json:
+            print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
+            render.print_failed_checks(result)
+            if result.error is not None:
+                print(render.error_text(result.error, src.text), file=sys.stderr)
+        else:
+            render.print_table(result)
+            render.print_notes(result)
+            if result.error is not None:
+                sys.stdout.flush()
+                print(render.error_text(result.error, src.text), file=sys.stderr)
+        if result.error is not None:
+            return result.error.exit_code
+        return 1 if any(not c.passed for c in result.checks) else 0
+    return _with_options(body, **kwargs)
+
+
+def check_command(*, eps, atol, rtol, **kwargs) -> int:
+    def body(opts):
+        from .check import run_check
+        return run_check(opts, eps=eps, atol=atol, rtol=rtol)
+    return _with_options(body, dtype="float64", no_backward=True, **kwargs)
+
+
+def graph_command(*, format, output, show_saved, **kwargs) -> int:
+    def body(opts):
+        from .graph import run_graph
+        return run_graph(opts, fmt=format, output=output, show_saved=show_saved)
+    return _with_options(body, no_backward=True, **kwargs)
+
+
+def ops_command(*, json_=False) -> int:
+    from .session import Options
+
+    def body():
+        from .oplist import run_ops
+        return run_ops(json_output=json_)
+    return guard(Options(json=json_), body)

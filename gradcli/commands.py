@@ -11,8 +11,6 @@ traceback unless ``--debug`` is given.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
-
 from .errors import GradcliError, UsageError
 
 EXAMPLES = """
@@ -28,26 +26,27 @@ Examples:
 
 # -- the option table ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
 class Opt:
     """One command-line parameter. ``name`` is the keyword the command function receives; an
-    option without ``flags`` is the positional SOURCE."""
-    name: str
-    flags: tuple = ()
-    type: type = str
-    default: object = None
-    help: str = ""
-    metavar: str | None = None
-    envvar: str | None = None
-    multiple: bool = False
-    hidden: bool = False
+    option without ``flags`` is the positional SOURCE. (A plain class: a dataclass costs
+    start-up time for nothing here.)"""
+
+    __slots__ = ("name", "flags", "type", "default", "help", "metavar", "envvar", "multiple", "hidden")
+
+    def __init__(self, name: str, flags: tuple = (), type: type = str, default=None, help: str = "",
+                 metavar: str | None = None, envvar: str | None = None, multiple: bool = False,
+                 hidden: bool = False):
+        self.name, self.flags, self.type, self.default, self.help = name, flags, type, default, help
+        self.metavar, self.envvar, self.multiple, self.hidden = metavar, envvar, multiple, hidden
 
 
-@dataclass(frozen=True)
 class Command:
-    run: str            # the function in this module
-    help: str
-    options: tuple      # names in OPTIONS, in --help order
+    __slots__ = ("run", "help", "options")
+
+    def __init__(self, run: str, help: str, options: tuple):
+        self.run = run          # the function in this module
+        self.help = help
+        self.options = options  # names in OPTIONS, in --help order
 
 
 def _opts(*opts: Opt) -> dict:

@@ -6,7 +6,6 @@ standard library, so scripted use stays fast.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -118,6 +117,7 @@ def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliE
 
 def dump_document(doc: dict) -> str:
     """Pretty JSON with one line per variable and per check, as SPEC §4 shows it."""
+    import json  # only here: the table output does not pay for importing it
     def one(value):
         return json.dumps(value, allow_nan=False, default=str, separators=(", ", ": "))
     parts = []

@@ -40,7 +40,7 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_saved", "_attrs", "_versions", "_pre_hooks", "_retain",
-                 "_shapes", "_seq", "__weakref__")
+                 "_shapes", "_seq", "_shape", "__weakref__")
 
     # Filled in per class by define_node:
     formulas: tuple = ()        # per input: compiled formula, or None where none flows
@@ -251,5 +251,6 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._pre_hooks = None
     node._retain = None
     node._shapes = shapes
+    node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
     node._seq = next(_sequence)
     return node

@@ -81,3 +81,17 @@ def test_example_table_matches_golden(capsys, monkeypatch, path):
         golden.write_text(text)
     assert text == golden.read_text()
     assert "\x1b[" not in text  # no colour codes when piped
+
+
+def test_ci_script_runs(tmp_path):
+    """examples/ci.sh, as a user's CI would run it (gradcli as `python -m gradcli`)."""
+    import os
+    import subprocess
+    import sys
+    shim = tmp_path / "gradcli"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gradcli "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "GRADCLI": str(shim), "PYTHONPATH": str(EXAMPLES.parent)}
+    proc = subprocess.run(["sh", str(EXAMPLES / "ci.sh")], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().endswith("gradcli checks passed")

@@ -23,7 +23,7 @@ from .math import math_for
 from .node import AccumulateGrad
 from .tensor import Tensor
 
-_UNUSED = ("One of the differentiated Tensors appears to not have been used in the graph. "
+_UNUSED = ("The differentiated Tensor at index {} appears to not have been used in the graph. "
            "Set allow_unused=True if this is the desired behavior.")
 
 
@@ -53,14 +53,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = [_input_node(t) for t in inputs]
     captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=False)
     result = []
-    for t, node in zip(inputs, targets):
+    for index, (t, node) in enumerate(zip(inputs, targets)):
         g = captured.get(node)
         if g is None:
             if materialize_grads:
                 result.append(Tensor._make(t._backend.xp.zeros_like(t._data), t._backend))
                 continue
             if not allow_unused:
-                raise AutogradError(_UNUSED)
+                raise AutogradError(_UNUSED.format(index))
             result.append(None)
         else:
             result.append(g if isinstance(g, Tensor) else Tensor._make(g, t._backend))

@@ -20,6 +20,7 @@ keeps alive exactly what its backward needs, and frees it after backward.
 from __future__ import annotations
 
 import itertools
+import re
 
 from .errors import AutogradError
 
@@ -99,7 +100,7 @@ class Node:
 
     def _release(self) -> None:
         """Free saved values after a backward without ``retain_graph``."""
-        if self._saved is not None and (any(self.save_inputs) or self.save_result):
+        if self._saved is not None and self._saved is not _NOTHING:
             self._saved = None
 
     def apply(self, grad, F, differentiable: bool):
@@ -131,9 +132,11 @@ def _version_message(value, node: Node, expected: int) -> str:
     shape = "[" + ", ".join(str(s) for s in value._data.shape) + "]"
     kind = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor"}.get(
         value.dtype.name, "Tensor")
-    where = f"output 0 of {value.grad_fn.name()}" if value.grad_fn is not None else "a leaf"
+    # torch names the op without its "Backward0" suffix, and says nothing more for a leaf
+    which = "" if value.grad_fn is None else \
+        f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', value.grad_fn.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [torch.{kind} {shape}], which is {where}, is at version "
+            f"operation: [torch.{kind} {shape}]{which} is at version "
             f"{value._version[0]}; expected version {expected} instead.")
 
 
@@ -191,15 +194,17 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     (or with ``"non_differentiable"``) receives no gradient.
     """
     params = ["F", "grad", *inputs, "result", *(f"{i}_sizes" for i in inputs), *attrs]
-    compiled, texts, used = [], [], set()
+    compiled, texts, used, uses = [], [], set(), []
     for inp in inputs:
         text = derivatives.pop(inp, None)
         if text is None or text == "non_differentiable":
             compiled.append(None)
             texts.append((inp, "non_differentiable"))
+            uses.append(frozenset())
             continue
         code = compile(text, f"<{name}.{inp}>", "eval")
         used.update(code.co_names)
+        uses.append(frozenset(code.co_names))
         # Formulas are static text from this package's op table, never user input.
         compiled.append(eval(f"lambda {', '.join(params)}: ({text})", _FORMULA_GLOBALS))  # noqa: S307
         texts.append((inp, text))
@@ -216,6 +221,8 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "save_result": "result" in used,
         "save_sizes": broadcasts or any(f"{i}_sizes" in used for i in inputs),
         "broadcasts": broadcasts,
+        "_uses": tuple(uses),
+        "_plans": {},
     })
     if forward is not None:
         cls.forward = staticmethod(forward)
@@ -231,17 +238,35 @@ def formula_helpers(**helpers) -> None:
     _FORMULA_GLOBALS.update(helpers)
 
 
+def _save_plan(cls, edges):
+    """Which inputs (and whether the result) to save: only what the formulas of the inputs that
+    need a gradient read, as PyTorch does (``x.mul_(2)`` saves nothing of ``x``, so modifying
+    ``x`` in place afterwards is fine). Cached per class and pattern of needed inputs."""
+    plans = cls.__dict__.get("_plans")
+    if plans is None:  # a hand-written node class: its declared saves
+        return cls.save_inputs, cls.save_result
+    key = tuple(e[0] is not None for e in edges)
+    plan = plans.get(key)
+    if plan is None:
+        needed = set()
+        for names, wanted in zip(cls._uses, key):
+            if wanted:
+                needed |= names
+        plan = plans[key] = (tuple(i in needed for i in cls.input_names), "result" in needed)
+    return plan
+
+
 def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     """Instantiate a node for a recorded op; called by ``ops.apply``."""
     node = object.__new__(cls)
     node.next_functions = edges
-    save = cls.save_inputs
+    save, save_result = _save_plan(cls, edges)
     saved_inputs = tuple(x if s else None for x, s in zip(inputs, save)) if any(save) else ()
     if saved_inputs:
         node._versions = tuple(getattr(x, "_version", (None,))[0] if x is not None else None
                                for x in saved_inputs)
-        node._saved = (saved_inputs, out_data if cls.save_result else None)
-    elif cls.save_result:
+        node._saved = (saved_inputs, out_data if save_result else None)
+    elif save_result:
         node._versions = None
         node._saved = ((None,) * len(inputs), out_data)
     else:

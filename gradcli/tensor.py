@@ -88,7 +88,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if flag and not _dt.DTYPES[self._backend.dtype_name(self._data)].is_floating_point:
-            raise GradTypeError("only Tensors of floating point and complex dtype can require gradients")
+            raise GradTypeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
         return self
 

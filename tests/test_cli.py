@@ -227,3 +227,20 @@ def test_wheel_in_fresh_venv_finds_the_grammar(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["variables"][1]["grad"] == [[0.25, 0.25], [0.25, 0.25]]
+
+
+# -- size and depth ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("program, grad", [
+    ("y = " + " + ".join(["x"] * 100_000) + "\nsum(y)", [100_000.0, 100_000.0]),
+    ("sum(" + "(" * 10_000 + "x * 2" + ")" * 10_000 + ")", [2.0, 2.0]),
+    ("sum(" + "neg(" * 10_000 + "x" + ")" * 10_000 + ")", [1.0, 1.0]),
+    ("sum(" + "-" * 10_001 + "x)", [-1.0, -1.0]),
+    ("y = x\n" + "y = y * 1.0 + 0.0\n" * 20_000 + "sum(y)", [1.0, 1.0]),
+])
+def test_huge_and_deep_programs_evaluate_and_back_propagate(capsys, program, grad):
+    code, out, err = run(capsys, "eval", program, "-g", "x=ones(2)", "--json")
+    assert code == 0, err[-500:]
+    doc = json.loads(out)
+    assert doc["backward"] == "auto"
+    assert doc["variables"][0]["grad"] == grad

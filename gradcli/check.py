@@ -94,6 +94,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
     source = session.read_source(opts)
     opts.source, opts.file = source.text, None
     program = syntax.parse(source.text, filename=source.name)
+    session.check_program_size(program)
     decls = session.parse_declarations(opts)
     cls = _interpreter_class()
 

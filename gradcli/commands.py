@@ -68,6 +68,12 @@ OPTIONS = _opts(
     Opt("precision", ("--precision",), int, 4, metavar="N", help="Digits after the point when printing values."),
     Opt("max_elements", ("--max-elements",), int, metavar="N", help="Refuse tensors larger than this (default 2**28)."),
     Opt("timeout", ("--timeout",), float, metavar="SECONDS", help="Stop after this many seconds (exit 3)."),
+    Opt("max_program_size", ("--max-program-size",), int, metavar="BYTES",
+        help="Refuse programs larger than this (default 10 MiB)."),
+    Opt("max_statements", ("--max-statements",), int, metavar="N",
+        help="Refuse programs with more statements than this (default 1,000,000)."),
+    Opt("detect_anomaly", ("--detect-anomaly",), bool, False,
+        help="Fail at the first backward node that returns NaN, naming it (torch.autograd.detect_anomaly)."),
     Opt("debug", ("--debug",), bool, False, hidden=True, help="Show Python tracebacks for internal errors."),
     Opt("eps", ("--eps",), float, 1e-6, metavar="E", help="Finite-difference step."),
     Opt("atol", ("--atol",), float, 1e-5, metavar="A", help="Absolute tolerance."),
@@ -78,26 +84,26 @@ OPTIONS = _opts(
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")
+_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "detect_anomaly", "debug")
 
 COMMANDS = {
     "eval": Command(
         "eval_command",
         "Evaluate a program, run backward, and print every variable's data, grad, grad_fn and "
         "next_functions." + EXAMPLES,
-        _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision", "max_elements", "timeout", "debug")),
+        _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision") + _LIMITS),
     "check": Command(
         "check_command",
         "Compare each leaf's analytic gradient of the last value with central finite differences "
         "(in float64). Exit 0 when all agree, 1 otherwise.\n\n\b\nExample:\n"
         "  gradcli check 'sum(sin(x) * x)' -g 'x=rand(3)'",
-        _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision", "max_elements", "timeout", "debug")),
+        _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision") + _LIMITS),
     "graph": Command(
         "graph_command",
         "Draw the backward graph of the last value: a tree (default), DOT, Mermaid or JSON; -o writes "
         ".dot/.svg/.png.\n\n\b\nExample:\n"
         "  gradcli graph 'mean(x * w + 2)' -l 'x=ones(2,2)' -g 'w=rand(2,2)' --format dot",
-        _PROGRAM + ("dtype", "seed", "format", "output", "show_saved", "json_", "max_elements", "timeout",
-                    "debug")),
+        _PROGRAM + ("dtype", "seed", "format", "output", "show_saved", "json_") + _LIMITS),
     "ops": Command(
         "ops_command",
         "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
@@ -113,13 +119,16 @@ def run(name: str, kwargs: dict) -> int:
 # -- shared plumbing -----------------------------------------------------------------------------
 
 def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
-            json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False):
+            json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
+            max_program_size=None, max_statements=None, detect_anomaly=False):
     from .session import Options
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
     return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
                    device=device, dtype=dtype, seed=seed, no_backward=no_backward, precision=precision,
-                   max_elements=max_elements, timeout=timeout, json=json_, debug=debug)
+                   max_elements=max_elements, timeout=timeout, json=json_, debug=debug,
+                   max_program_size=max_program_size, max_statements=max_statements,
+                   detect_anomaly=detect_anomaly)
 
 
 def _with_options(body, **kwargs) -> int:

@@ -27,6 +27,47 @@ _UNUSED = ("The differentiated Tensor at index {} appears to not have been used 
            "Set allow_unused=True if this is the desired behavior.")
 
 
+class _Anomaly:
+    __slots__ = ("enabled",)
+
+    def __init__(self):
+        self.enabled = False
+
+
+ANOMALY = _Anomaly()
+
+
+class detect_anomaly:
+    """``torch.autograd.detect_anomaly``: fail at the first backward node whose output has a NaN."""
+
+    __slots__ = ("_prev",)
+
+    def __enter__(self):
+        self._prev = ANOMALY.enabled
+        ANOMALY.enabled = True
+
+    def __exit__(self, *exc):
+        ANOMALY.enabled = self._prev
+        return False
+
+
+def set_detect_anomaly(mode: bool) -> None:
+    ANOMALY.enabled = bool(mode)
+
+
+def _check_nan(node, grads) -> None:
+    for i, g in enumerate(grads):
+        if g is None:
+            continue
+        data = g._data if isinstance(g, Tensor) else g
+        xp = g._backend.xp if isinstance(g, Tensor) else None
+        if xp is None:
+            import numpy as xp
+        if bool(xp.any(xp.isnan(data))):
+            # torch's wording, "0th" included
+            raise AutogradError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None) -> None:
     """``torch.autograd.backward``: accumulate gradients of ``tensors`` into the leaves' ``.grad``."""
     tensors = _as_list(tensors)
@@ -214,6 +255,8 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if F is None:
                     F = math_for(create_graph, _backend_of(node, g, backend))
                 grads = node.apply(g, F, create_graph)
+                if ANOMALY.enabled:
+                    _check_nan(node, grads)
                 if not retain_graph:
                     node._release()
             for i, (child, _) in enumerate(node.next_functions):

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from .errors import GradcliError, GradSyntaxError, UsageError
 
-MAX_SOURCE_BYTES = 10 * 2 ** 20
 
 
 @dataclass
@@ -28,6 +27,9 @@ class Options:
     no_backward: bool = False
     precision: int = 4
     max_elements: int | None = None
+    max_program_size: int | None = None
+    max_statements: int | None = None
+    detect_anomaly: bool = False
     timeout: float | None = None
     json: bool = False
     debug: bool = False
@@ -41,6 +43,10 @@ class Source:
 
 def read_source(opts: Options, stdin=None) -> Source:
     """Exactly one of SOURCE, ``-f FILE`` (``-f -`` for stdin) or piped stdin."""
+    from .limits import DEFAULT_MAX_PROGRAM_BYTES, LIMITS
+    if opts.max_program_size is not None and opts.max_program_size < 1:
+        raise UsageError("--max-program-size must be a positive number of bytes")
+    LIMITS.max_program_bytes = opts.max_program_size or DEFAULT_MAX_PROGRAM_BYTES
     stdin = stdin if stdin is not None else sys.stdin
     given = [x for x in (opts.source, opts.file) if x is not None]
     if len(given) > 1:
@@ -70,9 +76,9 @@ def _read_stream(stream) -> str:
     buffer = getattr(stream, "buffer", None)
     try:
         if buffer is not None:
-            data = buffer.read(MAX_SOURCE_BYTES + 1)
+            data = buffer.read(_max_bytes() + 1)
         else:
-            data = stream.read(MAX_SOURCE_BYTES + 1)
+            data = stream.read(_max_bytes() + 1)
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the program from stdin ({exc})") from None
     if isinstance(data, str):
@@ -80,12 +86,22 @@ def _read_stream(stream) -> str:
     return _decode(data, "stdin")
 
 
+def _max_bytes() -> int:
+    from .limits import LIMITS
+    return LIMITS.max_program_bytes
+
+
+def _too_large(where: str):
+    return UsageError(f"{where} is larger than the program size limit of {_max_bytes():,} bytes",
+                      hint="raise it with --max-program-size BYTES")
+
+
 def _read_file(path: str) -> str:
     if os.path.isdir(path):
         raise UsageError(f"{path} is a directory, not a program file")
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_SOURCE_BYTES + 1)
+            data = fh.read(_max_bytes() + 1)
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}") from None
     except OSError as exc:
@@ -94,9 +110,8 @@ def _read_file(path: str) -> str:
 
 
 def _decode(data: bytes, where: str) -> str:
-    if len(data) > MAX_SOURCE_BYTES:
-        raise UsageError(f"{where} is larger than {MAX_SOURCE_BYTES // 2 ** 20} MiB; gradcli programs are "
-                         f"small text files")
+    if len(data) > _max_bytes():
+        raise _too_large(where)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -106,8 +121,8 @@ def _decode(data: bytes, where: str) -> str:
 
 
 def _check_text(text: str, where: str) -> str:
-    if len(text) > MAX_SOURCE_BYTES:
-        raise UsageError(f"{where} is larger than {MAX_SOURCE_BYTES // 2 ** 20} MiB")
+    if len(text) > _max_bytes():
+        raise _too_large(where)
     if "\x00" in text:
         raise UsageError(f"{where} contains NUL bytes: it looks like a binary file, not a program")
     return text.replace("\r\n", "\n").replace("\r", "\n")
@@ -118,8 +133,15 @@ def configure(opts: Options) -> None:
     from . import creation, dtypes, grad_mode, limits
     from .tensor import PRINT_OPTIONS
     # Every run starts from the same engine state, also when several run in one process.
+    from .engine import ANOMALY
     grad_mode.STATE.enabled = True
+    ANOMALY.enabled = bool(opts.detect_anomaly)
     limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
+    limits.LIMITS.max_statements = limits.DEFAULT_MAX_STATEMENTS
+    if opts.max_statements is not None:
+        if opts.max_statements < 1:
+            raise UsageError("--max-statements must be a positive integer")
+        limits.LIMITS.max_statements = opts.max_statements
     dtypes.set_default_dtype(opts.dtype)
     if opts.max_elements is not None:
         if opts.max_elements < 1:
@@ -178,6 +200,7 @@ def run(opts: Options, on_print=None, stdin=None):
     configure(opts)
     decls = parse_declarations(opts)
     program = S.parse(source.text, filename=source.name)
+    check_program_size(program)
     interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
     for d in decls:
         try:
@@ -188,6 +211,18 @@ def run(opts: Options, on_print=None, stdin=None):
             raise
     result = _with_numpy_quiet(lambda: interp.run(program))
     return source, program, interp, result
+
+
+def check_program_size(program) -> None:
+    """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
+    from . import syntax as S
+    from .limits import check_statements
+    count, stack = 0, [program.body]
+    while stack:
+        body = stack.pop()
+        count += len(body)
+        stack.extend(stmt.body for stmt in body if isinstance(stmt, S.With))
+    check_statements(count)
 
 
 def _with_numpy_quiet(fn):

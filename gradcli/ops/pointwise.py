@@ -11,6 +11,7 @@ from .. import dtypes as _dt
 from ..errors import AutogradError, ShapeError, GradTypeError
 from ..function import apply, as_tensor_arg, function
 from ..grad_mode import STATE as _GRAD
+from ..limits import check_numel
 from ..node import define_node, formula_helpers
 from ..tensor import Tensor
 
@@ -88,12 +89,17 @@ def _operands(a, b, name: str):
 
 
 def _check_broadcast(sa, sb) -> None:
+    """Shapes must broadcast, and the result must fit the element limit (checked before numpy
+    allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted)."""
     for i in range(1, min(len(sa), len(sb)) + 1):
         x, y = sa[-i], sb[-i]
         if x != y and x != 1 and y != 1:
             dim = max(len(sa), len(sb)) - i
             raise ShapeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
                              f"at non-singleton dimension {dim}")
+    long, short = (sa, sb) if len(sa) >= len(sb) else (sb, sa)
+    pad = len(long) - len(short)
+    check_numel([d if i < pad else max(d, short[i - pad]) for i, d in enumerate(long)])
 
 
 def _binary(cls, a, b, attrs, name):
@@ -303,6 +309,7 @@ def where(condition, input, other):
     if other.__class__ is not Tensor:
         other = _scalar_like(other, input)
     out_shape = _broadcast_shapes(condition.shape, input.shape, other.shape)
+    check_numel(out_shape)
     arrays = _operands(input, other, "where")
     return apply(WhereBackward0, (input, other), (condition._data,), arrays) \
         if tuple(out_shape) == tuple(_broadcast_shapes(input.shape, other.shape)) \

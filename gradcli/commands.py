@@ -184,7 +184,10 @@ class _Timeout:
                     from .errors import LimitError
                     raise LimitError(f"the program ran longer than --timeout {self.seconds:g} s")
                 self._old = signal.signal(signal.SIGALRM, expire)
-                signal.setitimer(signal.ITIMER_REAL, float(self.seconds))
+                # It repeats every 50 ms until cleared: a signal handler's exception raised while
+                # Python runs a finalizer or weakref callback is printed and dropped, so one
+                # alarm alone could be lost and the program would run on.
+                signal.setitimer(signal.ITIMER_REAL, float(self.seconds), 0.05)
         return self
 
     def __exit__(self, *exc):

@@ -188,6 +188,8 @@ def print_table(result, file=None, title: str | None = None) -> None:
     from rich.text import Text
     console = _console(file)
     data = [_cells(t, name) for name, t in rows(result)]
+    if not data and not result.checks:
+        return  # nothing to show: no empty table
     table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
     for col, style in _COLUMNS:
         table.add_column(col, style=style or None, no_wrap=True)

@@ -210,6 +210,8 @@ def run(opts: Options, on_print=None, stdin=None):
             err.line = err.column = None
             raise
     result = _with_numpy_quiet(lambda: interp.run(program))
+    if not program.body and result.note is None:
+        result.note = "the program is empty: nothing to evaluate"
     return source, program, interp, result
 
 

@@ -81,7 +81,7 @@ from copy import copy
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import GradSyntaxError
+from .errors import GradcliError, GradSyntaxError
 
 __all__ = [
     "Node", "Expr", "Stmt",
@@ -889,7 +889,12 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
             err = GradSyntaxError("the program is nested too deeply", line=1, column=1)
         except MemoryError:
             raise
+        except GradcliError:  # e.g. --timeout's LimitError, raised by the alarm mid-parse
+            raise
         except Exception as exc:  # lark's exceptions and anything unforeseen
+            orig = getattr(exc, "orig_exc", None)
+            if isinstance(orig, GradcliError) and not isinstance(orig, GradSyntaxError):
+                raise orig from None
             try:
                 err = _translate_error(exc, parser, text)
             except Exception:  # pragma: no cover - must never happen, but never leak

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..function import apply, function
+from ..limits import check_numel
 from ..node import Node, define_node, new_node
 from ..tensor import Tensor, _wrap_dim
 
@@ -351,6 +352,9 @@ def cat(tensors, dim=0):
             raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                              f"{_mismatch(ref, t, d)} but got size {_mismatch(t, ref, d)} for tensor number "
                              f"{i} in the list.")
+    out_shape = list(ref.shape)
+    out_shape[d] = sum(t.shape[d] for t in tensors)
+    check_numel(out_shape)
     xp = ref._backend.xp
     data = xp.concat([t._data for t in tensors], axis=d)
     return _record_variadic(CatBackward0, tensors, data, (d, [t.shape[d] for t in tensors]))
@@ -373,6 +377,7 @@ def stack(tensors, dim=0):
         if t.shape != ref.shape:
             raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                              f"entry 0 and {list(t.shape)} at entry {i}")
+    check_numel([len(tensors), *ref.shape])
     xp = ref._backend.xp
     data = xp.stack([t._data for t in tensors], axis=d)
     return _record_variadic(StackBackward0, tensors, data, (d, len(tensors)))

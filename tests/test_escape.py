@@ -1,0 +1,62 @@
+"""Attempts to reach Python from a program: each exits 2, does nothing, and says why."""
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from gradcli.cli import main
+
+ATTEMPTS = [
+    "x.__class__", "x.__dict__", "x.__class__.__mro__", "__import__('os')", "__builtins__", "x.grad_fn.__init__",
+    "y = x * 2; y.grad_fn.__class__", "y = x * 2; y.grad_fn._saved", "y = x * 2; y.grad_fn.formulas",
+    "print.__self__", "print.__call__", "(lambda g: g).__globals__", "(lambda g: g).__code__",
+    "f = lambda g: g; f.__closure__", "x.data.ctypes", "x._data", "x._backend", "x._version", "x.numpy()",
+    "x.__array__()", "eval('1')", "exec('import os')", "compile('1', 'f', 'eval')", "open('/etc/passwd')",
+    "getattr(x, 'data')", "globals()", "locals()", "vars(x)", "dir(x)", "type(x)", "import os", "from os import path",
+    "os.system('true')", "x.register_hook.__self__", "h = x.register_hook(lambda g: g); h._hooks",
+    "h = x.register_hook(lambda g: g); h.__class__", "x.shape.__class__", "x.dtype.__class__", "x.device.__class__",
+    "lambda: print", "(lambda g: __import__)(1)", "'__import__'.join", "ones(2).__add__(x)", "sum.__module__",
+    "x.T.__setattr__", "x.grad_fn.next_functions.__class__", "max(x, 0).values.__class__", "[].append",
+    "(1).real", "'abc'.upper()", "None.__class__", "x.requires_grad.__class__", "_", "__name__", "__file__",
+]
+
+
+def run(program):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["eval", program, "-g", "x=ones(2)", "--json"])
+    return code, json.loads(out.getvalue()), err.getvalue()
+
+
+@pytest.mark.parametrize("program", ATTEMPTS)
+def test_escape_attempt_exits_2(program):
+    code, doc, err = run(program)
+    assert code == 2, (program, doc["error"])
+    assert doc["error"]["kind"] in ("name", "type", "syntax", "usage"), doc["error"]
+    assert "Traceback" not in err
+
+
+def test_strings_are_only_strings(capsys):
+    code, doc, _ = run("s = '__import__(\"os\").system(\"echo pwned\")'\nprint(s)")
+    assert code == 0
+    assert doc["printed"] == ['__import__("os").system("echo pwned")']
+
+
+def test_a_hook_that_tries_to_escape_fails_when_it_runs():
+    code, doc, _ = run("h = x.register_hook(lambda g: g.__class__)\nsum(x * 2)")
+    assert code == 2
+    assert "__class__" in doc["error"]["message"]
+
+
+def test_keyword_tricks():
+    for program in ["ones(2, **{'a': 1})", "ones(*[2])", "ones(2, __class__=1)", "sum(x, dim=0, out=x)"]:
+        code, doc, _ = run(program)
+        assert code == 2, (program, doc["error"])
+
+
+def test_huge_integer_powers_are_refused_not_computed():
+    for program in ["2 ** 10 ** 10", "10 ** 10 ** 10 ** 10", "(2 ** 64) ** (2 ** 64)"]:
+        code, doc, _ = run(program)
+        assert code in (2, 3) and doc["error"]["kind"] in ("limit", "type"), (program, doc)

@@ -15,8 +15,11 @@ a graph of its own.
 
 from __future__ import annotations
 
+import gc as _gc
+import sys as _sys
 from heapq import heappop, heappush
 
+from .backend import NUMPY
 from .errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
 from .math import math_for
@@ -161,32 +164,57 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
 # -- the walk -------------------------------------------------------------------------------
 
 def _dependencies(roots):
-    """Edge counts into every node reachable from the roots, and the parents of each node."""
+    """Edge counts into every node reachable from the roots."""
     deps = {}
-    parents = {}
     stack = []
     for node, _ in roots:
         if node not in deps:
             deps[node] = 0
             stack.append(node)
+    get = deps.get
+    push = stack.append
     while stack:
         node = stack.pop()
-        for child, _ in node.next_functions:
-            if child is None:
-                continue
-            count = deps.get(child)
+        k = node._k
+        if not k:
+            continue
+        child = node._n0
+        if child is not None:
+            count = get(child)
             if count is None:
                 deps[child] = 1
-                parents[child] = [node]
-                stack.append(child)
+                push(child)
             else:
                 deps[child] = count + 1
-                parents[child].append(node)
-    return deps, parents
+        if k == 1:
+            continue
+        child = node._n1
+        if child is not None:
+            count = get(child)
+            if count is None:
+                deps[child] = 1
+                push(child)
+            else:
+                deps[child] = count + 1
+        if k > 2:
+            for child in node._nx:
+                if child is not None:
+                    count = get(child)
+                    if count is None:
+                        deps[child] = 1
+                        push(child)
+                    else:
+                        deps[child] = count + 1
+    return deps
 
 
-def _needed(targets, parents):
+def _needed(targets, deps):
     """Nodes from which some target is reachable: the only ones autograd.grad runs."""
+    parents = {}
+    for node in deps:
+        for child in node._children():
+            if child is not None:
+                parents.setdefault(child, []).append(node)
     needed = set()
     stack = [t for t in targets if t is not None]
     while stack:
@@ -199,17 +227,29 @@ def _needed(targets, parents):
 
 
 def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate: bool):
-    deps, parents = _dependencies(roots)
+    """Run the graph's backward from ``roots`` (``(node, gradient)`` pairs).
+
+    Ready nodes run in torch's order: highest sequence number first, AccumulateGrad
+    before anything else (ties between them resolved by the same binary-heap
+    algorithm as torch's ``std::priority_queue``). A node that is the only one
+    ready goes next without passing through the heap (a chain never touches it).
+
+    The cyclic GC is paused for the walk: backward allocates many short-lived
+    objects but creates no cyclic garbage of its own (the graph is acyclic and
+    freed by reference counting), so collections here would traverse the whole
+    graph for nothing. It is re-enabled (if it was) when the walk ends, however it ends.
+    """
+    deps = _dependencies(roots)
     needed = None
     target_set = None
     captured = {}
     if targets is not None:
         target_set = set(targets)
-        needed = _needed(target_set, parents)
+        needed = _needed(target_set, deps)
         # Recount dependencies inside the needed subgraph only.
         deps = {n: 0 for n in deps if n in needed}
         for n in deps:
-            for child, _ in n.next_functions:
+            for child in n._children():
                 if child is not None and child in deps:
                     deps[child] += 1
 
@@ -220,25 +260,36 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
         else:
             buffers[node] = g
     ready = []
+    seen = set()
     for node, _ in roots:
-        if deps.get(node, 0) == 0 and (needed is None or node in needed) and node not in ready:
-            heappush(ready, (-node._seq, id(node), node))
+        if node not in seen and deps.get(node, 0) == 0 and (needed is None or node in needed):
+            heappush(ready, (-node._seq, node))
+        seen.add(node)
 
     backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
     F = None
+    anomaly = ANOMALY.enabled
+    in_place = not create_graph
+    pop = buffers.pop
+    bget = buffers.get
     prev_mode = _GRAD.enabled
     _GRAD.enabled = create_graph
+    gc_was_enabled = _gc.isenabled()
+    if gc_was_enabled:
+        _gc.disable()
     try:
-        while ready:
-            node = heappop(ready)[2]
-            g = buffers.pop(node, None)
+        node = heappop(ready)[1] if ready else None
+        nxt = None
+        while node is not None:
+            g = pop(node, None)
             if g is not None:
                 if node._pre_hooks:
                     g = _run_hooks(node._pre_hooks, g, create_graph)
                 if node._retain is not None:
                     _retain(node._retain, g, create_graph)
-            if node.__class__ is AccumulateGrad:
-                if g is not None:
+            k = node._k
+            if not k:
+                if node.__class__ is AccumulateGrad and g is not None:
                     leaf = node.variable
                     if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
                         g = _run_hooks(leaf._hooks, g, create_graph)
@@ -246,35 +297,64 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                         captured[node] = g
                     if accumulate:
                         _accumulate(leaf, g, create_graph)
-                continue
-            if target_set is not None and node in target_set and g is not None:
-                captured[node] = g
-            if g is None:
-                grads = None
             else:
-                if F is None:
-                    F = math_for(create_graph, _backend_of(node, g, backend))
-                grads = node.apply(g, F, create_graph)
-                if ANOMALY.enabled:
-                    _check_nan(node, grads)
-                if not retain_graph:
-                    node._release()
-            for i, (child, _) in enumerate(node.next_functions):
-                if child is None:
-                    continue
-                if needed is not None and child not in needed:
-                    continue
-                cg = None if grads is None else grads[i]
-                if cg is not None:
-                    prev = buffers.get(child)
-                    buffers[child] = cg if prev is None else prev + cg
-                count = deps[child] - 1
-                deps[child] = count
-                if count == 0:
-                    heappush(ready, (-child._seq, id(child), child))
+                if target_set is not None and g is not None and node in target_set:
+                    captured[node] = g
+                if g is None:
+                    grads = None
+                else:
+                    if F is None:
+                        F = math_for(create_graph, _backend_of(node, g, backend))
+                    grads = node.apply(g, F, create_graph)
+                    g = None
+                    if anomaly:
+                        _check_nan(node, grads)
+                    if not retain_graph and node._live:
+                        node._release()
+                for i in range(k):
+                    child = node._n0 if i == 0 else node._n1 if i == 1 else node._nx[i - 2]
+                    if child is None or (needed is not None and child not in needed):
+                        continue
+                    if grads is not None:
+                        cg = grads[i]
+                        if cg is not None:
+                            prev = bget(child)
+                            if prev is None:
+                                buffers[child] = cg
+                            elif in_place and prev.__class__ is _ndarray and _getrefcount(prev) == _OWNED \
+                                    and prev.base is None and prev.shape == cg.shape and prev.dtype == cg.dtype:
+                                prev += cg  # only this walk holds ``prev``: add in place
+                            else:
+                                buffers[child] = prev + cg
+                            prev = cg = None
+                    count = deps[child] - 1
+                    deps[child] = count
+                    if not count:
+                        if nxt is None and not ready:
+                            nxt = child
+                        else:
+                            if nxt is not None:
+                                heappush(ready, (-nxt._seq, nxt))
+                                nxt = None
+                            heappush(ready, (-child._seq, child))
+                grads = None
+            if nxt is not None:
+                node = nxt
+                nxt = None
+            elif ready:
+                node = heappop(ready)[1]
+            else:
+                node = None
     finally:
         _GRAD.enabled = prev_mode
+        if gc_was_enabled:
+            _gc.enable()
     return captured
+
+
+_ndarray = type(NUMPY.xp.empty(0))
+_getrefcount = _sys.getrefcount
+_OWNED = 3  # references to a gradient buffer only the walk holds: the dict, ``prev``, getrefcount's argument
 
 
 def _backend_of(node, g, fallback):
@@ -344,10 +424,16 @@ def _accumulate(leaf: Tensor, g, create_graph: bool) -> None:
         raise ShapeError(f"gradient of shape {tuple(g.shape)} for a leaf of shape {tuple(leaf.shape)}")
     current = leaf._grad
     if current is None:
-        leaf._grad = Tensor._make(_copy(g, leaf), leaf._backend)
+        # Steal a gradient array that nothing but this walk references (torch does the same):
+        # references are the walk's ``g``, this function's ``g`` and getrefcount's argument.
+        if g.__class__ is _ndarray and _getrefcount(g) == _OWNED and g.base is None \
+                and g.dtype == leaf._data.dtype and g.flags.writeable:
+            leaf._grad = Tensor._make(g, leaf._backend)
+        else:
+            leaf._grad = Tensor._make(_copy(g, leaf), leaf._backend)
     elif current._grad is None and current.grad_fn is None and not current._requires_grad:
         current._data += g  # in place, as torch: the .grad object a user holds sees the sum
-        current._version[0] += 1
+        current._bump()
     else:
         leaf._grad = current + Tensor._make(g, leaf._backend)
 

@@ -14,14 +14,129 @@ from __future__ import annotations
 
 from .errors import DeviceError, GradTypeError
 from .grad_mode import STATE as _GRAD
-from .node import new_node
+from .node import _sequence, new_node
 from .tensor import Tensor
 
 _NO_EDGE = (None, 0)
+_new = object.__new__
+_seq = _sequence.__next__
+_make = Tensor._make
+
+
+def _devices_differ(a, b):
+    return DeviceError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                       f"{b.name} and {a.name}!")
 
 
 def apply(cls, inputs, attrs=(), arrays=None):
     """Run ``cls.forward`` and record a ``cls`` node when a gradient must flow."""
+    k = len(inputs)
+    if k == 2 and cls._arity == 2:
+        a, b = inputs
+        if a.__class__ is Tensor and b.__class__ is Tensor:
+            if arrays is None:
+                arrays = (a._data, b._data)
+            return apply2(cls, a, b, arrays[0], arrays[1], attrs)
+    elif k == 1 and cls._arity == 1:
+        a = inputs[0]
+        if a.__class__ is Tensor:
+            return apply1(cls, a, a._data if arrays is None else arrays[0], attrs)
+    return _apply_general(cls, inputs, attrs, arrays)
+
+
+def apply2(cls, a, b, da, db, attrs=()):
+    """``apply`` for two tensor inputs whose arrays (after any casts) are ``da`` and ``db``."""
+    backend = a._backend
+    if b._backend is not backend:
+        raise _devices_differ(a._backend, b._backend)
+    data = cls.forward(backend.xp, da, db, *attrs)
+    if a._requires_grad:
+        c0 = a.grad_fn or a._accumulator()
+        if b._requires_grad:
+            c1 = b.grad_fn or b._accumulator()
+            mask = 3
+        else:
+            c1 = None
+            mask = 1
+    elif b._requires_grad:
+        c0 = None
+        c1 = b.grad_fn or b._accumulator()
+        mask = 2
+    else:
+        return _make(data, backend)
+    if not _GRAD.enabled:
+        return _make(data, backend)
+    node = _new(cls)
+    node._n0 = c0
+    node._n1 = c1
+    node._nx = None
+    node._k = 2
+    save0, save1, save_result = cls._mask_plans[mask]
+    if save0:
+        node._s0 = a
+        vc = a._version
+        node._v0 = 0 if vc is None else vc[0]
+        node._live = True
+    else:
+        node._s0 = None
+        node._live = True if save_result else None
+    if save1:
+        node._s1 = b
+        vc = b._version
+        node._v1 = 0 if vc is None else vc[0]
+        node._live = True
+    else:
+        node._s1 = None
+    node._sr = data if save_result else None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    shape = getattr(data, "shape", None)
+    if cls.save_sizes:
+        sa, sb = da.shape, db.shape
+        # Sizes only where a formula reads them or a gradient must be summed back to a
+        # broadcast input's shape; equal shapes (the common case) need nothing.
+        node._shapes = (sa, sb) if cls.needs_sizes or (c0 is not None and sa != shape) or \
+            (c1 is not None and sb != shape) else None
+    else:
+        node._shapes = None
+    node._shape = shape  # the output's shape, for `gradcli graph`
+    node._seq = _seq()
+    return _make(data, backend, node)
+
+
+def apply1(cls, a, da, attrs=()):
+    """``apply`` for one tensor input whose array (after any cast) is ``da``."""
+    backend = a._backend
+    data = cls.forward(backend.xp, da, *attrs)
+    if not a._requires_grad or not _GRAD.enabled:
+        return _make(data, backend)
+    node = _new(cls)
+    node._n0 = a.grad_fn or a._accumulator()
+    node._n1 = None
+    node._nx = None
+    node._k = 1
+    save0, save_result = cls._mask_plans[1]
+    if save0:
+        node._s0 = a
+        vc = a._version
+        node._v0 = 0 if vc is None else vc[0]
+        node._live = True
+    else:
+        node._s0 = None
+        node._live = True if save_result else None
+    node._s1 = None
+    node._sr = data if save_result else None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = (da.shape,) if cls.save_sizes else None
+    node._shape = getattr(data, "shape", None)
+    node._seq = _seq()
+    return _make(data, backend, node)
+
+
+def _apply_general(cls, inputs, attrs=(), arrays=None):
     backend = None
     needs_grad = False
     own_arrays = arrays is None
@@ -33,9 +148,7 @@ def apply(cls, inputs, attrs=(), arrays=None):
             if backend is None:
                 backend = b
             elif b is not backend:
-                raise DeviceError(
-                    f"Expected all tensors to be on the same device, but found at least two devices, "
-                    f"{b.name} and {backend.name}!")
+                raise _devices_differ(backend, b)
             if own_arrays:
                 arrays.append(x._data)
             if x._requires_grad:

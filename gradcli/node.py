@@ -23,6 +23,7 @@ import itertools
 import re
 
 from .errors import AutogradError
+from .tensor import Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -38,10 +39,19 @@ class Node:
 
     ``next_functions`` holds, per input, ``(node, 0)`` for an input that needs a
     gradient and ``(None, 0)`` otherwise, exactly as PyTorch shows it.
+
+    Layout (the hot path of recording and backward, so no per-node tuples or dicts,
+    and one object per recorded op for the cyclic GC to track): the children of the
+    first two inputs sit in ``_n0``/``_n1`` (``_nx``: a tuple of the rest, for
+    three or more inputs; ``_k`` is the number of inputs); the saved inputs in
+    ``_s0``/``_s1`` with their version counters at save time in ``_v0``/``_v1``
+    (``_sx = (values, versions)`` for three or more inputs), the saved result array
+    in ``_sr``; ``_live`` is None when nothing is saved, True while saved values are
+    held and False once backward has freed them.
     """
 
-    __slots__ = ("next_functions", "_saved", "_attrs", "_versions", "_pre_hooks", "_retain",
-                 "_shapes", "_seq", "_shape", "__weakref__")
+    __slots__ = ("_n0", "_n1", "_nx", "_k", "_s0", "_s1", "_sx", "_v0", "_v1", "_sr", "_live",
+                 "_attrs", "_pre_hooks", "_retain", "_shapes", "_seq", "_shape", "__weakref__")
 
     # Filled in per class by define_node:
     formulas: tuple = ()        # per input: compiled formula, or None where none flows
@@ -52,6 +62,9 @@ class Node:
     save_result: bool = False
     save_sizes: bool = False
     broadcasts: bool = False    # elementwise op whose gradients must be summed back to input shapes
+    needs_sizes: bool = False   # some formula reads an input's sizes
+    _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
+    _mask_plans = None
 
     def name(self) -> str:
         return type(self).__name__
@@ -62,36 +75,40 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name_for_repr()}>"
 
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((c, 0) for c in self._children())
+
+    def _children(self) -> tuple:
+        """Per input, the node its gradient goes to (None where none flows)."""
+        k = self._k
+        if k == 1:
+            return (self._n0,)
+        if k == 2:
+            return (self._n0, self._n1)
+        if k == 0:
+            return ()
+        return (self._n0, self._n1) + self._nx
+
     # -- saved values ----------------------------------------------------------------
-    def _unpack(self, differentiable: bool):
-        """The arguments after ``grad`` for this node's formulas: inputs, result, sizes, attrs."""
-        saved = self._saved
-        if saved is None:
-            raise AutogradError(_FREED)
-        inputs, result = saved
-        versions = self._versions
-        args = []
-        for i, value in enumerate(inputs):
-            if versions is not None and versions[i] is not None and value._version[0] != versions[i]:
-                raise AutogradError(_version_message(value, self, versions[i]))
-            if differentiable or value is None or not hasattr(value, "_data"):
-                args.append(value)
-            else:
-                args.append(value._data)
-        if result is not None and differentiable:
-            from .tensor import Tensor
-            result = Tensor._make(result, self._result_backend(), self)
-        args.append(result)
-        shapes = self._shapes
-        if shapes is None:
-            args.extend(None for _ in self.input_names)
+    @property
+    def _saved(self):
+        """``(saved inputs, saved result)``; None once freed (what ``gradcli graph --saved`` shows)."""
+        live = self._live
+        if live is False:
+            return None
+        if live is None:
+            return _NOTHING
+        k = self._k
+        if k > 2:
+            values = self._sx[0] if self._sx is not None else (None,) * k
         else:
-            args.extend(shapes)
-        args.extend(self._attrs)
-        return args
+            values = (self._s0, self._s1)[:k]
+        return values, self._sr
 
     def _result_backend(self):
-        for value in self._saved[0]:
+        values = self._saved[0] if self._live else ()
+        for value in values:
             backend = getattr(value, "_backend", None)
             if backend is not None:
                 return backend
@@ -100,32 +117,16 @@ class Node:
 
     def _release(self) -> None:
         """Free saved values after a backward without ``retain_graph``."""
-        if self._saved is not None and self._saved is not _NOTHING:
-            self._saved = None
+        if self._live:
+            self._live = False
+            self._s0 = self._s1 = self._sx = self._sr = None
 
     def apply(self, grad, F, differentiable: bool):
-        """Gradients for each input (None where no gradient flows)."""
-        args = self._unpack(differentiable) if self._saved is not _NOTHING else _nothing_args(self)
-        grads = []
-        for formula, (fn, _) in zip(self.formulas, self.next_functions):
-            if fn is None or formula is None:
-                grads.append(None)
-            else:
-                grads.append(formula(F, grad, *args))
-        if self.broadcasts and self._shapes is not None:
-            for i, g in enumerate(grads):
-                if g is not None and tuple(g.shape) != self._shapes[i]:
-                    grads[i] = F.sum_to(g, self._shapes[i])
-        return grads
+        """Gradients for each input (None where no gradient flows); set per class by define_node."""
+        raise NotImplementedError(f"{type(self).__name__} has no backward")
 
 
 _NOTHING = ((), None)
-
-
-def _nothing_args(node: Node):
-    shapes = node._shapes
-    return [*(None for _ in node.input_names), None,
-            *(shapes if shapes is not None else (None for _ in node.input_names)), *node._attrs]
 
 
 def _version_message(value, node: Node, expected: int) -> str:
@@ -137,7 +138,7 @@ def _version_message(value, node: Node, expected: int) -> str:
         f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', value.grad_fn.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [torch.{kind} {shape}]{which} is at version "
-            f"{value._version[0]}; expected version {expected} instead.")
+            f"{value._version_now()}; expected version {expected} instead.")
 
 
 class AccumulateGrad(Node):
@@ -147,20 +148,27 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable):
         self.variable = variable
-        self.next_functions = ()
-        self._saved = _NOTHING
+        self._n0 = self._n1 = self._nx = None
+        self._k = 0
+        self._s0 = self._s1 = self._sx = self._sr = None
+        self._live = None
         self._attrs = ()
-        self._versions = None
         self._pre_hooks = None
         self._retain = None
         self._shapes = None
-        self._seq = -1
+        self._seq = 1 << 62  # torch gives AccumulateGrad the highest priority (UINT64_MAX)
 
     def name(self) -> str:
         return "torch::autograd::AccumulateGrad"
 
     def name_for_repr(self) -> str:
         return "AccumulateGrad"
+
+    def __lt__(self, other) -> bool:
+        # The engine's ready queue orders nodes by sequence number, AccumulateGrad first, as
+        # torch does; between two AccumulateGrads torch's priority queue sees a tie, and so
+        # does ours (heap entries compare equal), which gives torch's order of leaf hooks.
+        return False
 
 
 class RemovableHandle:
@@ -210,6 +218,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         texts.append((inp, text))
     if derivatives:
         raise TypeError(f"{name}: formulas for unknown inputs {sorted(derivatives)}")
+    k = len(inputs)
     cls = type(name, (Node,), {
         "__slots__": (),
         "__doc__": doc or f"Backward of {name[:-len('Backward0')] or name}.",
@@ -220,14 +229,80 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "save_inputs": tuple(i in used for i in inputs),
         "save_result": "result" in used,
         "save_sizes": broadcasts or any(f"{i}_sizes" in used for i in inputs),
+        "needs_sizes": any(f"{i}_sizes" in used for i in inputs),
         "broadcasts": broadcasts,
         "_uses": tuple(uses),
         "_plans": {},
+        "_arity": k,
+        "apply": _compile_apply(name, k, len(attrs), broadcasts),
     })
+    # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
+    # recording fast path: (save input 0, save input 1, save result) for up to two inputs.
+    if k <= 2:
+        cls._mask_plans = tuple(_plan_for(cls, tuple(bool(m >> i & 1) for i in range(k))) for m in range(1 << k))
     if forward is not None:
         cls.forward = staticmethod(forward)
     NODE_CLASSES[name] = cls
     return cls
+
+
+def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
+    """The node class's ``apply``, generated for its number of inputs and attributes.
+
+    It checks that saved values still exist and were not modified in place since,
+    unpacks them (arrays for plain backward, tensors under ``create_graph``), calls
+    the class's ``formulas`` for the inputs that need a gradient, and sums
+    broadcast gradients back to the inputs' shapes. Written out per arity so the
+    hot path has no per-call loops, tuples or ``*args``.
+    """
+    xs = [f"x{i}" for i in range(k)]
+    szs = [f"z{i}" for i in range(k)]
+    ats = [f"a{i}" for i in range(n_attrs)]
+    src = ["def apply(node, grad, F, differentiable):",
+           "    if node._live is False:",
+           "        raise AutogradError(_FREED)"]
+    if k > 2:
+        src += ["    sx = node._sx",
+                f"    values, versions = sx if sx is not None else (({'None, ' * k}), None)"]
+    for i, x in enumerate(xs):
+        load, version = (f"node._s{i}", f"node._v{i}") if k <= 2 else (f"values[{i}]", f"versions[{i}]")
+        src += [f"    {x} = {load}",
+                f"    if {x}.__class__ is Tensor:",
+                f"        vc = {x}._version",
+                f"        if vc is not None and vc[0] != {version}:",
+                f"            raise AutogradError(_version_message({x}, node, {version}))",
+                "        if not differentiable:",
+                f"            {x} = {x}._data"]
+    src += ["    result = node._sr",
+            "    if differentiable and result is not None:",
+            "        result = Tensor._make(result, F.backend, node)",
+            "    shapes = node._shapes",
+            "    if shapes is None:",
+            f"        {' = '.join(szs)} = None",
+            "    else:",
+            f"        {', '.join(szs)}, = shapes"]
+    if ats:
+        src.append(f"    {', '.join(ats)}, = node._attrs")
+    args = ", ".join(["F", "grad", *xs, "result", *szs, *ats])
+    src.append("    fs = node.formulas")
+    children = ["node._n0", "node._n1"] + [f"node._nx[{i - 2}]" for i in range(2, k)]
+    for i in range(k):
+        src += [f"    f = fs[{i}]",
+                f"    g{i} = None if f is None or {children[i]} is None else f({args})"]
+    if broadcasts:
+        src.append("    if shapes is not None:")
+        for i in range(k):
+            src += [f"        if g{i} is not None and g{i}.shape != z{i}:",
+                    f"            g{i} = F.sum_to(g{i}, z{i})"]
+    gs = [f"g{i}" for i in range(k)]
+    src.append(f"    return ({', '.join(gs)},)" if k <= 2 else f"    return [{', '.join(gs)}]")
+    from .tensor import Tensor
+    namespace = {"Tensor": Tensor, "AutogradError": AutogradError, "_FREED": _FREED,
+                 "_version_message": _version_message}
+    exec(compile("\n".join(src), f"<{name}.apply>", "exec"), namespace)  # noqa: S102 (generated above)
+    fn = namespace["apply"]
+    fn.__qualname__ = f"{name}.apply"
+    return fn
 
 
 _FORMULA_GLOBALS: dict = {"__builtins__": {}}
@@ -238,40 +313,53 @@ def formula_helpers(**helpers) -> None:
     _FORMULA_GLOBALS.update(helpers)
 
 
-def _save_plan(cls, edges):
+def _plan_for(cls, key):
+    needed = set()
+    for names, wanted in zip(cls._uses, key):
+        if wanted:
+            needed |= names
+    return tuple(i in needed for i in cls.input_names) + ("result" in needed,)
+
+
+def _save_plan(cls, children):
     """Which inputs (and whether the result) to save: only what the formulas of the inputs that
     need a gradient read, as PyTorch does (``x.mul_(2)`` saves nothing of ``x``, so modifying
-    ``x`` in place afterwards is fine). Cached per class and pattern of needed inputs."""
+    ``x`` in place afterwards is fine). Cached per class and pattern of needed inputs.
+    Returns ``(save per input, save result)``."""
     plans = cls.__dict__.get("_plans")
     if plans is None:  # a hand-written node class: its declared saves
         return cls.save_inputs, cls.save_result
-    key = tuple(e[0] is not None for e in edges)
+    key = tuple(c is not None for c in children)
     plan = plans.get(key)
     if plan is None:
-        needed = set()
-        for names, wanted in zip(cls._uses, key):
-            if wanted:
-                needed |= names
-        plan = plans[key] = (tuple(i in needed for i in cls.input_names), "result" in needed)
+        full = _plan_for(cls, key)
+        plan = plans[key] = (full[:-1], full[-1])
     return plan
 
 
+def _version_of(x):
+    vc = x._version
+    return 0 if vc is None else vc[0]
+
+
+def set_children(node: Node, children) -> None:
+    """Store the per-input children (nodes or None) in the node's edge slots."""
+    k = len(children)
+    node._k = k
+    node._n0 = children[0] if k > 0 else None
+    node._n1 = children[1] if k > 1 else None
+    node._nx = tuple(children[2:]) if k > 2 else None
+
+
 def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
-    """Instantiate a node for a recorded op; called by ``ops.apply``."""
+    """Instantiate a node for a recorded op (the general path; ``function.apply`` has fast ones).
+
+    ``edges`` are ``next_functions`` entries, ``(node or None, 0)`` per input."""
     node = object.__new__(cls)
-    node.next_functions = edges
-    save, save_result = _save_plan(cls, edges)
-    saved_inputs = tuple(x if s else None for x, s in zip(inputs, save)) if any(save) else ()
-    if saved_inputs:
-        node._versions = tuple(getattr(x, "_version", (None,))[0] if x is not None else None
-                               for x in saved_inputs)
-        node._saved = (saved_inputs, out_data if save_result else None)
-    elif save_result:
-        node._versions = None
-        node._saved = ((None,) * len(inputs), out_data)
-    else:
-        node._versions = None
-        node._saved = _NOTHING
+    children = tuple(e[0] for e in edges)
+    set_children(node, children)
+    save, save_result = _save_plan(cls, children)
+    _store_saved(node, inputs, save, out_data if save_result else None, save_result)
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
@@ -279,3 +367,26 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
     node._seq = next(_sequence)
     return node
+
+
+def _store_saved(node: Node, inputs, save, result, save_result: bool) -> None:
+    node._sr = result
+    if not any(save):
+        node._s0 = node._s1 = node._sx = None
+        node._live = True if save_result else None
+        return
+    node._live = True
+    values = tuple(x if s else None for x, s in zip(inputs, save))
+    versions = tuple(_version_of(x) if x.__class__ is Tensor else None for x in values)
+    if len(values) > 2:
+        node._s0 = node._s1 = None
+        node._sx = (values, versions)
+        return
+    node._sx = None
+    node._s0 = values[0]
+    node._v0 = versions[0]
+    if len(values) > 1:
+        node._s1 = values[1]
+        node._v1 = versions[1]
+    else:
+        node._s1 = None

@@ -45,7 +45,7 @@ class Tensor:
         self._requires_grad = False
         self.grad_fn = None
         self._grad = None
-        self._version = [0]
+        self._version = None  # version counter: a shared [n] once needed (None: version 0)
         self._acc = None
         self._hooks = None
         self._retains_grad = False
@@ -63,7 +63,7 @@ class Tensor:
         t._requires_grad = grad_fn is not None
         t.grad_fn = grad_fn
         t._grad = None
-        t._version = [0]
+        t._version = None
         t._acc = None
         t._hooks = None
         t._retains_grad = False
@@ -152,6 +152,8 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A new leaf sharing this tensor's data and version counter, outside the graph."""
         t = Tensor._make(self._data, self._backend)
+        if self._version is None:
+            self._version = [0]
         t._version = self._version
         return t
 
@@ -175,7 +177,14 @@ class Tensor:
             raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
 
     def _bump(self) -> None:
-        self._version[0] += 1
+        if self._version is None:
+            self._version = [1]
+        else:
+            self._version[0] += 1
+
+    def _version_now(self) -> int:
+        """The version counter's value (torch's ``t._version``)."""
+        return 0 if self._version is None else self._version[0]
 
     def zero_(self) -> "Tensor":
         self._check_inplace()

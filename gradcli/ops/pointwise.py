@@ -409,7 +409,7 @@ def _inplace(name, outplace):
                 raise GradTypeError(f"result type {result.dtype.name.capitalize()} can't be cast to "
                                     f"the desired output type {self.dtype.name.capitalize()}")
             self._data[...] = result._data
-        self._version[0] += 1
+        self._bump()
         return self
     op.__name__ = name
     op.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."

@@ -1,0 +1,123 @@
+"""Per-op overhead: forward + backward of a long chain of tiny ops, gradcli against PyTorch eager.
+
+The chain alternates ``y = y * a`` and ``y = y + b`` on a 2x2 float32 tensor ``x``
+(requires grad) with 2x2 constants ``a`` (ones: the values stay finite and the
+gradient is exactly 1) and ``b``; then ``y.sum().backward()``. Every engine
+feature is live: grad mode on, a hook registered on ``x`` (it must fire once),
+saved tensors checked against their version counters, graph freed after use. One
+round = forward + backward + dropping the graph; the figure is the round's time
+divided by the number of ops, the median of ``--rounds`` rounds after a warm-up.
+
+The cyclic GC: "gc on" is the process as users run it (collector enabled, default
+thresholds); "gc off" disables it around the timed round only. The difference is
+what collections triggered by the many allocations cost.
+
+A chain of ``--big`` ops (1,000,000 by default) is then run once per engine, to show
+that back-propagation through a very deep graph works (nothing recursive) and how
+long it takes.
+
+    python benchmarks/bench_per_op.py [--ops 20000 100000] [--rounds 5] [--big 1000000]
+                                      [--threads N] [--no-torch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import time
+
+from _common import import_torch, machine, median, ratio, table, time_rounds
+
+
+def gradcli_chain(n: int, kind: str = "tensor"):
+    """One forward + backward of an ``n``-op chain under gradcli; returns the hook's call count."""
+    import gradcli as g
+    x = g.ones(2, 2, requires_grad=True)
+    calls = []
+    x.register_hook(lambda grad: calls.append(1))
+    if kind == "tensor":
+        a, b = g.ones(2, 2), g.full((2, 2), 0.001)
+    else:
+        a, b = 1.0, 0.001
+    y = x
+    for i in range(n):
+        y = y * a if i % 2 == 0 else y + b
+    y.sum().backward()
+    return len(calls), x.grad
+
+
+def torch_chain(n: int, kind: str = "tensor"):
+    import torch
+    x = torch.ones(2, 2, requires_grad=True)
+    calls = []
+    x.register_hook(lambda grad: calls.append(1))
+    if kind == "tensor":
+        a, b = torch.ones(2, 2), torch.full((2, 2), 0.001)
+    else:
+        a, b = 1.0, 0.001
+    y = x
+    for i in range(n):
+        y = y * a if i % 2 == 0 else y + b
+    y.sum().backward()
+    return len(calls), x.grad
+
+
+def _check(result, n):
+    calls, grad = result
+    assert calls == 1, f"hook ran {calls} times"
+    values = grad.tolist()
+    assert values == [[1.0, 1.0], [1.0, 1.0]], values
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ops", type=int, nargs="+", default=[20000, 100000])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--big", type=int, default=1_000_000, help="ops in the one-shot deep chain (0: skip)")
+    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--kinds", nargs="+", default=["tensor"], choices=["tensor", "scalar"],
+                    help="operands: 2x2 constant tensors, or Python numbers")
+    ap.add_argument("--no-torch", action="store_true")
+    args = ap.parse_args()
+
+    torch = None if args.no_torch else import_torch(args.threads)
+    import gradcli  # noqa: F401  (import outside the timings)
+    print(machine() + (f", torch threads {torch.get_num_threads()}" if torch is not None else ""))
+
+    engines = {"gradcli": gradcli_chain}
+    if torch is not None:
+        engines["torch"] = torch_chain
+    rows = []
+    for kind in args.kinds:
+        for n in args.ops:
+            per = {}
+            for mode in ("on", "off"):
+                for name, fn in engines.items():
+                    _check(fn(n, kind), n)
+                    ts = time_rounds(lambda: fn(n, kind), rounds=args.rounds, warmup=1, gc_mode=mode)
+                    per[name, mode] = median(ts) / n * 1e6
+            for mode in ("on", "off"):
+                t_ours = per["gradcli", mode]
+                t_torch = per.get(("torch", mode))
+                rows.append([f"{n:,} ({kind})", f"gc {mode}", f"{t_ours:.2f}",
+                             "-" if t_torch is None else f"{t_torch:.2f}", ratio(t_ours, t_torch)])
+    print(table(rows, ["chain (operands)", "gc", "gradcli us/op", "torch us/op", "gradcli/torch"]))
+
+    if args.big:
+        print()
+        for name, fn in engines.items():
+            gc.collect()
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            t0 = time.perf_counter()
+            result = fn(args.big)
+            elapsed = time.perf_counter() - t0
+            _check(result, args.big)
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            print(f"{args.big:,}-op chain, {name}: forward+backward {elapsed:.2f} s "
+                  f"({elapsed / args.big * 1e6:.2f} us/op), process peak RSS {peak / 1024:.0f} MiB "
+                  f"(+{max(peak - before, 0) / 1024:.0f} MiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -321,40 +321,54 @@ class Interpreter:
 
     # -- expressions ------------------------------------------------------------------------------
     def evaluate(self, node, scope=None):
-        """Evaluate an expression iteratively (explicit stack; no recursion on depth)."""
+        """Evaluate an expression iteratively (explicit stack; no recursion on depth).
+
+        Stack entries are ``(node, -1)`` for a node to visit, and ``(node, count)`` once its
+        ``count`` children are being evaluated; their values are then the last ``count`` entries
+        of ``values``. Binary operators, the bulk of long programs, take a shorter path."""
         scope = scope if scope is not None else {}
-        stack = [(node, False)]
+        stack = [(node, -1)]
         values: list = []
         push = stack.append
+        pop = stack.pop
+        BinOp, Name, Num = S.BinOp, S.Name, S.Num
         while stack:
-            n, ready = stack.pop()
+            n, count = pop()
             cls = n.__class__
-            if not ready:
-                if cls is S.Num or cls is S.Str or cls is S.Const:
-                    values.append(n.value)
-                elif cls is S.Name:
+            if count < 0:
+                if cls is Name:
                     values.append(self._lookup(n.id, n, scope))
+                elif cls is BinOp:
+                    push((n, 2))
+                    push((n.right, -1))
+                    push((n.left, -1))
+                elif cls is Num or cls is S.Str or cls is S.Const:
+                    values.append(n.value)
                 elif cls is S.EllipsisLit:
                     values.append(Ellipsis)
                 elif cls is S.Lambda:
                     values.append(UserFunction(n.param, n.body, self))
                 else:
-                    push((n, True))
-                    for child in reversed(self._children(n)):
-                        if child is None:
-                            values_placeholder = _NONE_CHILD
-                            push((values_placeholder, True))
-                        else:
-                            push((child, False))
+                    children = self._children(n)
+                    push((n, len(children)))
+                    for child in reversed(children):
+                        push((_NONE_CHILD, 0) if child is None else (child, -1))
                 continue
             if n is _NONE_CHILD:
                 values.append(None)
                 continue
-            count = len(self._children(n))
-            args = values[len(values) - count:] if count else []
-            if count:
-                del values[len(values) - count:]
             try:
+                if cls is BinOp:
+                    b = values.pop()
+                    a = values.pop()
+                    if n.op == "+" and a.__class__ is Tensor and b.__class__ is Tensor:
+                        values.append(a + b)
+                    else:
+                        values.append(self._binop(n.op, a, b, n))
+                    continue
+                args = values[len(values) - count:] if count else []
+                if count:
+                    del values[len(values) - count:]
                 values.append(self._combine(n, args, scope))
             except GradcliError as err:
                 raise err.at(n.line, n.column)

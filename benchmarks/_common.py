@@ -72,6 +72,18 @@ def time_rounds(fn, *, rounds: int = 5, warmup: int = 1, gc_mode: str = "on", se
     return times
 
 
+def time_interleaved(fns: dict, *, rounds: int = 5, warmup: int = 1, gc_mode: str = "on") -> dict:
+    """Like ``time_rounds`` for several engines at once, round by round (engine A, engine B, A, B...),
+    so that load on the machine during the run hits every engine alike. Returns name -> times."""
+    times = {name: [] for name in fns}
+    for i in range(warmup + rounds):
+        for name, fn in fns.items():
+            t = time_rounds(fn, rounds=1, warmup=0, gc_mode=gc_mode)[0]
+            if i >= warmup:
+                times[name].append(t)
+    return times
+
+
 def median(xs) -> float:
     return statistics.median(xs)
 

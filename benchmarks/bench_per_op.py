@@ -6,7 +6,8 @@ gradient is exactly 1) and ``b``; then ``y.sum().backward()``. Every engine
 feature is live: grad mode on, a hook registered on ``x`` (it must fire once),
 saved tensors checked against their version counters, graph freed after use. One
 round = forward + backward + dropping the graph; the figure is the round's time
-divided by the number of ops, the median of ``--rounds`` rounds after a warm-up.
+divided by the number of ops, the median of ``--rounds`` rounds after a warm-up; the
+engines' rounds alternate (gradcli, torch, gradcli, ...) so load on the machine hits both alike.
 
 The cyclic GC: "gc on" is the process as users run it (collector enabled, default
 thresholds); "gc off" disables it around the timed round only. The difference is
@@ -27,7 +28,7 @@ import gc
 import resource
 import time
 
-from _common import import_torch, machine, median, ratio, table, time_rounds
+from _common import import_torch, machine, median, ratio, table, time_interleaved
 
 
 def gradcli_chain(n: int, kind: str = "tensor"):
@@ -92,10 +93,11 @@ def main() -> None:
     for kind in args.kinds:
         for n in args.ops:
             per = {}
+            for name, fn in engines.items():
+                _check(fn(n, kind), n)
             for mode in ("on", "off"):
-                for name, fn in engines.items():
-                    _check(fn(n, kind), n)
-                    ts = time_rounds(lambda: fn(n, kind), rounds=args.rounds, warmup=1, gc_mode=mode)
+                fns = {name: (lambda fn=fn: fn(n, kind)) for name, fn in engines.items()}
+                for name, ts in time_interleaved(fns, rounds=args.rounds, warmup=1, gc_mode=mode).items():
                     per[name, mode] = median(ts) / n * 1e6
             for mode in ("on", "off"):
                 t_ours = per["gradcli", mode]

@@ -309,8 +309,9 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                     g = None
                     if anomaly:
                         _check_nan(node, grads)
-                    if not retain_graph and node._live:
-                        node._release()
+                    if not retain_graph and node._live:  # free saved values (Node._release, inlined)
+                        node._live = False
+                        node._s0 = node._s1 = node._sx = node._sr = None
                 for i in range(k):
                     child = node._n0 if i == 0 else node._n1 if i == 1 else node._nx[i - 2]
                     if child is None or (needed is not None and child not in needed):

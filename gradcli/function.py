@@ -15,12 +15,13 @@ from __future__ import annotations
 from .errors import DeviceError, GradTypeError
 from .grad_mode import STATE as _GRAD
 from .node import _sequence, new_node
-from .tensor import Tensor
+from .tensor import Tensor, _ndarray_type
 
 _NO_EDGE = (None, 0)
 _new = object.__new__
 _seq = _sequence.__next__
 _make = Tensor._make
+_ndarray = _ndarray_type
 
 
 def _devices_differ(a, b):
@@ -49,7 +50,12 @@ def apply2(cls, a, b, da, db, attrs=()):
     backend = a._backend
     if b._backend is not backend:
         raise _devices_differ(a._backend, b._backend)
-    data = cls.forward(backend.xp, da, db, *attrs)
+    return record2(cls, a, b, da, db, cls.forward(backend.xp, da, db, *attrs), attrs)
+
+
+def record2(cls, a, b, da, db, data, attrs=()):
+    """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow."""
+    backend = a._backend
     if a._requires_grad:
         c0 = a.grad_fn or a._accumulator()
         if b._requires_grad:
@@ -91,7 +97,7 @@ def apply2(cls, a, b, da, db, attrs=()):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    shape = getattr(data, "shape", None)
+    shape = data.shape
     if cls.save_sizes:
         sa, sb = da.shape, db.shape
         # Sizes only where a formula reads them or a gradient must be summed back to a
@@ -102,7 +108,20 @@ def apply2(cls, a, b, da, db, attrs=()):
         node._shapes = None
     node._shape = shape  # the output's shape, for `gradcli graph`
     node._seq = _seq()
-    return _make(data, backend, node)
+    # Tensor._make, inlined (one call less per recorded op)
+    if data.__class__ is not _ndarray:
+        data = backend.fix(data)
+    t = _new(Tensor)
+    t._data = data
+    t._backend = backend
+    t._requires_grad = True
+    t.grad_fn = node
+    t._grad = None
+    t._version = None
+    t._acc = None
+    t._hooks = None
+    t._retains_grad = False
+    return t
 
 
 def apply1(cls, a, da, attrs=()):

@@ -7,9 +7,11 @@ summed back to their shapes by the node base (``broadcasts=True``).
 
 from __future__ import annotations
 
+import operator as _op
+
 from .. import dtypes as _dt
 from ..errors import AutogradError, ShapeError, GradTypeError
-from ..function import apply, as_tensor_arg, function
+from ..function import apply, apply2, as_tensor_arg, function, record2
 from ..grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..node import define_node, formula_helpers
@@ -103,6 +105,11 @@ def _check_broadcast(sa, sb) -> None:
 
 
 def _binary(cls, a, b, attrs, name):
+    if a.__class__ is Tensor and b.__class__ is Tensor:
+        da = a._data
+        db = b._data
+        if da.dtype == db.dtype and da.shape == db.shape:  # the common case: nothing to check or cast
+            return apply2(cls, a, b, da, db, attrs)
     return apply(cls, (a, b), attrs, _operands(a, b, name))
 
 
@@ -445,15 +452,32 @@ ZeroBackward0.forward = staticmethod(lambda xp, x: xp.zeros_like(x))
 
 # -- operators ---------------------------------------------------------------------------------------------
 
+def _operator(cls, attrs, compute, general):
+    """``Tensor.__mul__`` and friends: two tensors of one dtype, shape and device (what a chain of
+    arithmetic is made of) go straight to the array operation and the recording; anything else
+    (numbers, broadcasting, promotion, errors) takes the general function."""
+    def operator(a, b):
+        if b.__class__ is Tensor:
+            da = a._data
+            db = b._data
+            if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
+                return record2(cls, a, b, da, db, compute(da, db), attrs)
+        return general(a, b)
+    operator.__name__ = operator.__qualname__ = f"__{general.__name__}__"
+    operator.__doc__ = general.__doc__
+    return operator
+
+
 def _install_operators() -> None:
     T = Tensor
-    T.__add__ = lambda a, b: add(a, b)
-    T.__radd__ = lambda a, b: add(a, b)
-    T.__sub__ = lambda a, b: sub(a, b)
-    T.__rsub__ = lambda a, b: rsub(a, b)
-    T.__mul__ = lambda a, b: mul(a, b)
-    T.__rmul__ = lambda a, b: mul(a, b)
-    T.__truediv__ = lambda a, b: div(a, b)
+    # The functions themselves (not lambdas around them), with a fast path for the common case.
+    T.__add__ = _operator(AddBackward0, (1,), _op.add, add)
+    T.__radd__ = add
+    T.__sub__ = _operator(SubBackward0, (1,), _op.sub, sub)
+    T.__rsub__ = rsub
+    T.__mul__ = _operator(MulBackward0, (), _op.mul, mul)
+    T.__rmul__ = mul
+    T.__truediv__ = div
     T.__rtruediv__ = lambda a, b: div(b, a)
     T.__neg__ = neg
     T.__pos__ = lambda a: a

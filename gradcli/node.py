@@ -50,7 +50,7 @@ class Node:
     held and False once backward has freed them.
     """
 
-    __slots__ = ("_n0", "_n1", "_nx", "_k", "_s0", "_s1", "_sx", "_v0", "_v1", "_sr", "_live",
+    __slots__ = ("_n0", "_n1", "_nx", "_k", "_s0", "_s1", "_sx", "_v0", "_v1", "_sr", "_vr", "_live",
                  "_attrs", "_pre_hooks", "_retain", "_shapes", "_seq", "_shape", "__weakref__")
 
     # Filled in per class by define_node:
@@ -130,15 +130,26 @@ _NOTHING = ((), None)
 
 
 def _version_message(value, node: Node, expected: int) -> str:
-    shape = "[" + ", ".join(str(s) for s in value._data.shape) + "]"
-    kind = {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor"}.get(
-        value.dtype.name, "Tensor")
+    return _modified_message(value._data, value.grad_fn, value._version_now(), expected)
+
+
+def _modified_message(data, producer, now: int, expected: int) -> str:
+    shape = "[" + ", ".join(str(s) for s in data.shape) + "]"
+    kind = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
+            "int32": "IntTensor", "bool": "BoolTensor"}.get(str(data.dtype), "Tensor")
     # torch names the op without its "Backward0" suffix, and says nothing more for a leaf
-    which = "" if value.grad_fn is None else \
-        f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', value.grad_fn.name())},"
+    which = "" if producer is None else \
+        f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', producer.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [torch.{kind} {shape}]{which} is at version "
-            f"{value._version_now()}; expected version {expected} instead.")
+            f"{now}; expected version {expected} instead.")
+
+
+def _result_modified(node: Node, result):
+    """The check torch makes on a saved output: ``node._vr`` is ``(version counter, version at
+    save)``, set by ``Tensor._link_saved_result`` before the output is first changed in place."""
+    counter, expected = node._vr
+    return AutogradError(_modified_message(result, node, counter[0], expected))
 
 
 class AccumulateGrad(Node):
@@ -274,8 +285,12 @@ def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
                 "        if not differentiable:",
                 f"            {x} = {x}._data"]
     src += ["    result = node._sr",
-            "    if differentiable and result is not None:",
-            "        result = Tensor._make(result, F.backend, node)",
+            "    if result is not None:",
+            "        vr = getattr(node, '_vr', None)",  # unset on most nodes: only outputs changed in place
+            "        if vr is not None and vr[0][0] != vr[1]:",
+            "            raise _result_modified(node, result)",
+            "        if differentiable:",
+            "            result = Tensor._make(result, F.backend, node)",
             "    shapes = node._shapes",
             "    if shapes is None:",
             f"        {' = '.join(szs)} = None",
@@ -298,7 +313,7 @@ def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
     src.append(f"    return ({', '.join(gs)},)" if k <= 2 else f"    return [{', '.join(gs)}]")
     from .tensor import Tensor
     namespace = {"Tensor": Tensor, "AutogradError": AutogradError, "_FREED": _FREED,
-                 "_version_message": _version_message}
+                 "_version_message": _version_message, "_result_modified": _result_modified}
     exec(compile("\n".join(src), f"<{name}.apply>", "exec"), namespace)  # noqa: S102 (generated above)
     fn = namespace["apply"]
     fn.__qualname__ = f"{name}.apply"

@@ -155,6 +155,7 @@ class Tensor:
         if self._version is None:
             self._version = [0]
         t._version = self._version
+        self._link_saved_result()
         return t
 
     def detach_(self) -> "Tensor":
@@ -175,6 +176,18 @@ class Tensor:
     def _check_inplace(self) -> None:
         if _GRAD.enabled and self._requires_grad and self.grad_fn is None:
             raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
+        self._link_saved_result()
+
+    def _link_saved_result(self) -> None:
+        """Before this tensor (or a detached alias) changes in place: if its grad_fn saved it as its
+        output (exp, sigmoid, tanh...), hand that node the version counter, so that its backward
+        fails as torch's does instead of reading the modified values."""
+        node = self.grad_fn
+        if node is not None and getattr(node, "_sr", None) is not None and getattr(node, "_vr", None) is None:
+            vc = self._version
+            if vc is None:
+                vc = self._version = [0]
+            node._vr = (vc, vc[0])
 
     def _bump(self) -> None:
         if self._version is None:

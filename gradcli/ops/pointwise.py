@@ -39,7 +39,7 @@ DivBackward0 = define_node(
 NegBackward0 = define_node("NegBackward0", self="-grad")
 PowBackward0 = define_node(
     "PowBackward0", attrs=("exponent",),
-    self="F.zeros_like(grad) if exponent == 0 else grad * (exponent * self ** (exponent - 1))")
+    self="F.zeros_like(grad) if exponent == 0 else F.mul_(F.mul_(self ** (exponent - 1), exponent), grad)")
 PowBackward1 = define_node(
     "PowBackward1", inputs=("self", "exponent"), broadcasts=True,
     self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
@@ -214,7 +214,7 @@ log1p = _unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), "grad / (se
 sqrt = _unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), "grad / (2 * result)", "Square root.")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", lambda xp, x: 1 / xp.sqrt(x), "-0.5 * grad * result ** 3", "1 / sqrt(x).")
 abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.")
-sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "grad * F.cos(self)", "Sine.")
+sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "F.mul_(F.cos(self), grad)", "Sine.")
 cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self)", "Cosine.")
 tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
 tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "grad * (1 - result * result)", "Hyperbolic tangent.")
@@ -403,7 +403,13 @@ def _inplace(name, outplace):
         self._check_inplace()
         if _GRAD.enabled and (self._requires_grad or (other.__class__ is Tensor and other._requires_grad)):
             # Record like torch's rebase_history: self now holds the result of a new node.
-            result = outplace(self, other, **kwargs)
+            source = self
+            if other.__class__ is Tensor and other._requires_grad and other is not self:
+                # other's gradient may read self as it was (mul_, div_): torch saves the original
+                # values, so the node gets a copy carrying self's place in the graph
+                source = Tensor._make(self._backend.xp.asarray(self._data, copy=True), self._backend,
+                                      self.grad_fn)
+            result = outplace(source, other, **kwargs)
             _check_inplace_shape(self, result)
             self._data[...] = result._data
             self.grad_fn = result.grad_fn
@@ -413,8 +419,8 @@ def _inplace(name, outplace):
                 result = outplace(self, other, **kwargs)
             _check_inplace_shape(self, result)
             if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
-                raise GradTypeError(f"result type {result.dtype.name.capitalize()} can't be cast to "
-                                    f"the desired output type {self.dtype.name.capitalize()}")
+                raise GradTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
+                                    f"the desired output type {_scalar_type(self.dtype)}")
             self._data[...] = result._data
         self._bump()
         return self
@@ -422,6 +428,12 @@ def _inplace(name, outplace):
     op.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."
     function(f"{name}(self, other)", method=True, category="in-place")(op)
     return op
+
+
+def _scalar_type(dtype) -> str:
+    """torch's ScalarType name of a dtype (what its messages print): Float, Double, Long..."""
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(dtype.name, dtype.name.capitalize())
 
 
 def _check_inplace_shape(self, result) -> None:
@@ -443,7 +455,8 @@ div_ = _inplace("div_", div)
 
 def _rebase_zero(t: Tensor) -> None:
     """``zero_()`` on a non-leaf: its gradient is zero from here on (torch's ZeroBackward0)."""
-    t.grad_fn = apply(ZeroBackward0, (t.detach().requires_grad_(False),)).grad_fn
+    # the node's input is t as it was: an alias holding t's old grad_fn (the edge torch keeps)
+    t.grad_fn = apply(ZeroBackward0, (Tensor._make(t._data, t._backend, t.grad_fn),)).grad_fn
 
 
 ZeroBackward0 = define_node("ZeroBackward0", self="F.zeros_like(grad)")

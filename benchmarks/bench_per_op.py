@@ -13,9 +13,10 @@ The cyclic GC: "gc on" is the process as users run it (collector enabled, defaul
 thresholds); "gc off" disables it around the timed round only. The difference is
 what collections triggered by the many allocations cost.
 
-A chain of ``--big`` ops (1,000,000 by default) is then run once per engine, to show
-that back-propagation through a very deep graph works (nothing recursive) and how
-long it takes.
+A chain of ``--big`` ops (1,000,000 by default) is then run once per engine, each in a
+fresh process (gc on), to show that back-propagation through a very deep graph works
+(nothing recursive), how long it takes and the peak resident memory over the
+process's baseline (``VmHWM - VmRSS`` before the chain).
 
     python benchmarks/bench_per_op.py [--ops 20000 100000] [--rounds 5] [--big 1000000]
                                       [--threads N] [--no-torch]
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import resource
+import json
+import subprocess
+import sys
 import time
 
 from _common import import_torch, machine, median, ratio, table, time_interleaved
@@ -80,7 +83,11 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=["tensor"], choices=["tensor", "scalar"],
                     help="operands: 2x2 constant tensors, or Python numbers")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--big-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.big_child:
+        big_child(args.big_child, args.big, args.threads)
+        return
 
     torch = None if args.no_torch else import_torch(args.threads)
     import gradcli  # noqa: F401  (import outside the timings)
@@ -108,17 +115,42 @@ def main() -> None:
 
     if args.big:
         print()
-        for name, fn in engines.items():
-            gc.collect()
-            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            t0 = time.perf_counter()
-            result = fn(args.big)
-            elapsed = time.perf_counter() - t0
-            _check(result, args.big)
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            print(f"{args.big:,}-op chain, {name}: forward+backward {elapsed:.2f} s "
-                  f"({elapsed / args.big * 1e6:.2f} us/op), process peak RSS {peak / 1024:.0f} MiB "
-                  f"(+{max(peak - before, 0) / 1024:.0f} MiB)")
+        for name in engines:
+            proc = subprocess.run([sys.executable, __file__, "--big-child", name, "--big", str(args.big)]
+                                  + (["--threads", str(args.threads)] if args.threads else []),
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                print(f"{args.big:,}-op chain, {name}: failed\n{proc.stderr[-2000:]}")
+                continue
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(f"{args.big:,}-op chain, {name} (own process, gc on): forward+backward {r['seconds']:.2f} s "
+                  f"({r['seconds'] / args.big * 1e6:.2f} us/op), peak RSS over baseline {r['peak_mib']:.0f} MiB")
+
+
+def big_child(name: str, n: int, threads) -> None:
+    """One ``n``-op chain in this (fresh) process: time and peak resident memory over baseline."""
+    if name == "torch":
+        import_torch(threads)
+        fn = torch_chain
+    else:
+        import gradcli  # noqa: F401
+        fn = gradcli_chain
+    fn(100, "tensor")
+    gc.collect()
+    base = _vm("VmRSS")
+    t0 = time.perf_counter()
+    result = fn(n, "tensor")
+    elapsed = time.perf_counter() - t0
+    _check(result, n)
+    print(json.dumps({"seconds": elapsed, "peak_mib": (_vm("VmHWM") - base) / 1024}))
+
+
+def _vm(key: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import math as _math
 
+from .backend import NUMPY as _NUMPY
+
+_ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
+
 
 def _shape(x):
     return tuple(x.shape)
@@ -52,6 +56,18 @@ class ArrayMath:
         return xp.where(cond, a, b)
 
     def zeros_like(self, x): return self.xp.zeros_like(x)
+
+    def mul_(self, fresh, other):
+        """``fresh * other``, written into ``fresh`` when that gives the same array: ``fresh`` must
+        be an array the formula itself just made (``F.mul_(F.cos(self), grad)``), so the
+        product needs no second buffer. Same values as ``fresh * other`` (a commutative product)."""
+        if fresh.__class__ is _ndarray and (
+                other.__class__ in (int, float) or
+                other.__class__ is _ndarray and other.dtype == fresh.dtype and other.shape == fresh.shape):
+            fresh *= other
+            return fresh
+        return fresh * other
+
     def logical_and(self, a, b): return self.xp.logical_and(a, b)
     def mask(self, cond, like): return self.xp.astype(cond, like.dtype)
 
@@ -147,6 +163,7 @@ class TensorMath:
     def sqrt(self, x): return self.ops.sqrt(x)
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
     def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
+    def mul_(self, fresh, other): return fresh * other
     def logical_and(self, a, b): return self.ops.logical_and(self._t(a), self._t(b))
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
 

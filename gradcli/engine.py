@@ -418,8 +418,8 @@ def _retain(ref, g, create_graph: bool) -> None:
 
 def _accumulate(leaf: Tensor, g, create_graph: bool) -> None:
     """Add ``g`` (already through the leaf's hooks) into ``leaf.grad``."""
-    if create_graph:
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+    if create_graph:  # grad mode is on: torch copies the first gradient, then adds out of place
+        leaf._grad = _copy_graph(g) if leaf._grad is None else leaf._grad + g
         return
     if g.shape != leaf._data.shape:  # defensive: formulas return input-shaped gradients
         raise ShapeError(f"gradient of shape {tuple(g.shape)} for a leaf of shape {tuple(leaf.shape)}")
@@ -432,11 +432,23 @@ def _accumulate(leaf: Tensor, g, create_graph: bool) -> None:
             leaf._grad = Tensor._make(g, leaf._backend)
         else:
             leaf._grad = Tensor._make(_copy(g, leaf), leaf._backend)
-    elif current._grad is None and current.grad_fn is None and not current._requires_grad:
-        current._data += g  # in place, as torch: the .grad object a user holds sees the sum
+    elif current._data.shape == g.shape and getattr(getattr(current._data, "flags", None), "writeable", True):
+        # in place, as torch (grad mode is off here): the .grad object a user holds sees the sum,
+        # even one with a grad_fn of its own from an earlier create_graph=True backward
+        current._data += g
         current._bump()
     else:
         leaf._grad = current + Tensor._make(g, leaf._backend)
+
+
+def _copy_graph(g: Tensor) -> Tensor:
+    """torch's first ``.grad`` under create_graph: a copy, recorded as CopyBackwards when ``g`` has a graph."""
+    xp = g._backend.xp
+    if not g._requires_grad:
+        return Tensor._make(xp.asarray(g._data, copy=True), g._backend)
+    from .function import apply
+    from .node import NODE_CLASSES
+    return apply(NODE_CLASSES["CopyBackwards"], (Tensor._make(xp.empty_like(g._data), g._backend), g))
 
 
 def _copy(g, leaf):

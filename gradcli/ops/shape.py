@@ -15,6 +15,10 @@ UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, s
                                   forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
 CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
+# What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
+# (copy_ onto an empty one, whose edge is None), so x.grad prints grad_fn=<CopyBackwards>.
+CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), src="grad",
+                            forward=lambda xp, dst, src: xp.asarray(src, copy=True))
 TransposeBackward0 = define_node("TransposeBackward0", attrs=("dim0", "dim1"),
                                  self="F.transpose(grad, dim0, dim1)",
                                  forward=lambda xp, x, d0, d1: xp.permute_dims(x, _swap(x.ndim, d0, d1)))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import GradcliError, GradTypeError, LimitError
+from .errors import GradTypeError, LimitError
 
 MAX_EVALUATIONS = 200_000
 
@@ -98,17 +98,10 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
     decls = session.parse_declarations(opts)
     cls = _interpreter_class()
 
-    def run_once(perturb=None, quiet=True):
+    def run_once(perturb=None):
         session.configure(opts)
-        interp = cls(perturb=perturb, on_print=None if quiet else None, auto_backward=False)
-        for d in decls:
-            try:
-                interp.run_statement_source(d.name, d.node, d.requires_grad, f"{d.flag} {d.text}")
-            except GradcliError as err:
-                err.message = f"in {d.flag} {d.text}: {err.message}"
-                err.line = err.column = None
-                raise
-        result = session._with_numpy_quiet(lambda: interp.run(program))
+        interp = cls(perturb=perturb, auto_backward=False)
+        result = session.execute(interp, decls, program)
         if result.error is not None:
             result.error.source_text = source.text
             raise result.error
@@ -118,7 +111,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         last = result.last_value
         return float(np.sum(last._backend.to_host(last._data), dtype=np.float64))
 
-    interp, result = run_once(quiet=False)
+    interp, result = run_once()
     last = result.last_value
     if not isinstance(last, Tensor):
         raise GradTypeError("the program's last value is not a tensor: end the program with the expression "

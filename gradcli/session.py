@@ -202,6 +202,15 @@ def run(opts: Options, on_print=None, stdin=None):
     program = S.parse(source.text, filename=source.name)
     check_program_size(program)
     interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
+    result = execute(interp, decls, program)
+    if not program.body and result.note is None:
+        result.note = "the program is empty: nothing to evaluate"
+    return source, program, interp, result
+
+
+def execute(interp, decls, program):
+    """Bind the ``-l``/``-g`` leaves, then run the program; its RunResult. A bad declaration
+    raises (naming the option); errors in the program land in ``result.error``."""
     for d in decls:
         try:
             interp.run_statement_source(d.name, d.node, d.requires_grad, f"{d.flag} {d.text}")
@@ -209,10 +218,7 @@ def run(opts: Options, on_print=None, stdin=None):
             err.message = f"in {d.flag} {d.text}: {err.message}"
             err.line = err.column = None
             raise
-    result = _with_numpy_quiet(lambda: interp.run(program))
-    if not program.body and result.note is None:
-        result.note = "the program is empty: nothing to evaluate"
-    return source, program, interp, result
+    return _with_numpy_quiet(lambda: interp.run(program))
 
 
 def check_program_size(program) -> None:

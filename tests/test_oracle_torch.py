@@ -66,6 +66,8 @@ OPS = {
     "clamp_tensor": (lambda L, a, b: L.clamp(a, min=b), (SIGNED, B - 1)),
     "maximum": (lambda L, a, b: L.maximum(a, b), (SIGNED, B - 1)), "minimum": (lambda L, a, b: L.minimum(a, b), (SIGNED, B - 1)),
     "where": (lambda L, a, b: L.where(a > 0, a, b), (SIGNED, B)),
+    "where_broadcast": (lambda L, a, b: L.where(L.ones(4, 2, 3) > 0, a, b), (V3, SIGNED)),
+    "where_scalar": (lambda L, a: L.where(a > 0, a, 0.0), (SIGNED,)),
     # reductions
     "sum": (lambda L, a: a.sum(), (A,)), "sum_dim": (lambda L, a: a.sum(1, keepdim=True), (A,)),
     "sum_dims": (lambda L, a: L.sum(a, (0, 1)), (A,)), "mean": (lambda L, a: a.mean(), (A,)),

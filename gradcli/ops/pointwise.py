@@ -123,7 +123,8 @@ def add(input, other, *, alpha=1):
 def sub(input, other, *, alpha=1):
     """Elementwise difference, broadcasting: input - alpha * other."""
     if input.__class__ is not Tensor and other.__class__ is Tensor:
-        return rsub(other, input, alpha=alpha)
+        # torch.sub(2, x) wraps the number: SubBackward0 with a None edge (``2 - x`` is RsubBackward1)
+        input = as_tensor_arg(input, other)
     return _binary(SubBackward0, input, other, (alpha,), "sub")
 
 
@@ -145,8 +146,8 @@ def mul(input, other):
 def div(input, other):
     """Elementwise quotient, broadcasting (true division: integers give floats)."""
     if input.__class__ is not Tensor:
-        # torch computes 2 / x as reciprocal(x) * 2
-        return mul(reciprocal(other), input)
+        # torch.div(2, x) wraps the number: DivBackward0 with a None edge (``2 / x`` is reciprocal(x) * 2)
+        input = as_tensor_arg(input, other)
     if other.__class__ is Tensor and not other.dtype.is_floating_point and not input.dtype.is_floating_point:
         input = input.to(_dt.DEFAULTS.float)
     elif other.__class__ is not Tensor and not input.dtype.is_floating_point:
@@ -186,14 +187,14 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, method=True):
+def _unary(name, grad_fn, forward, formula, doc, method=True, keep_int=False):
     cls = define_node(grad_fn, self=formula)
     cls.forward = staticmethod(forward)
 
     def op(input):
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        if not input.dtype.is_floating_point:
+        if not keep_int and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
             input = input.to(_dt.DEFAULTS.float)
         return apply(cls, (input,))
     op.__name__ = op.__qualname__ = name
@@ -213,14 +214,15 @@ log = _unary("log", "LogBackward0", lambda xp, x: xp.log(x), "grad / self", "Nat
 log1p = _unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), "grad / (self + 1)", "log(1 + x), accurate for small x.")
 sqrt = _unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), "grad / (2 * result)", "Square root.")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", lambda xp, x: 1 / xp.sqrt(x), "-0.5 * grad * result ** 3", "1 / sqrt(x).")
-abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.")
+abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.",
+             keep_int=True)
 sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "F.mul_(F.cos(self), grad)", "Sine.")
 cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self)", "Cosine.")
 tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
 tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "grad * (1 - result * result)", "Hyperbolic tangent.")
 sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "grad * (1 - result) * result", "Logistic sigmoid 1 / (1 + e**-x).")
 relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x > 0, x, xp.zeros_like(x)),
-              "grad * F.mask(result > 0, grad)", "max(x, 0), elementwise.")
+              "grad * F.mask(result > 0, grad)", "max(x, 0), elementwise.", keep_int=True)
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
 SignBackward0 = define_node("SignBackward0", self="F.zeros_like(grad)")
 SignBackward0.forward = staticmethod(lambda xp, x: xp.sign(x))
@@ -268,6 +270,8 @@ def clamp(input, min=None, max=None):
         lo = None if min is None else as_tensor_arg(min, input)
         hi = None if max is None else as_tensor_arg(max, input)
         return apply(ClampBackward0, (input, lo, hi))
+    if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
+        input = input.to(_dt.DEFAULTS.float)  # torch: float bounds on an integer tensor give the default float
     return apply(ClampBackward1, (input,), (min, max))
 
 
@@ -317,17 +321,18 @@ def where(condition, input, other):
         other = _scalar_like(other, input)
     out_shape = _broadcast_shapes(condition.shape, input.shape, other.shape)
     check_numel(out_shape)
-    arrays = _operands(input, other, "where")
-    return apply(WhereBackward0, (input, other), (condition._data,), arrays) \
-        if tuple(out_shape) == tuple(_broadcast_shapes(input.shape, other.shape)) \
-        else apply(WhereBackward0, (input, other), (condition._data,),
-                   [input._backend.xp.broadcast_to(a, out_shape) for a in (arrays or [input._data, other._data])])
+    # xp.where broadcasts the condition too; the inputs keep their shapes, so that their
+    # gradients are summed back to them
+    return apply(WhereBackward0, (input, other), (condition._data,), _operands(input, other, "where"))
 
 
 def _scalar_like(value, like: Tensor) -> Tensor:
     from ..creation import tensor
-    return tensor(value, dtype=like.dtype if isinstance(value, float) or like.dtype.is_floating_point
-                  else None, device=str(like.device))
+    if like.dtype.is_floating_point or isinstance(value, bool):
+        dtype = like.dtype
+    else:  # a float next to an integer tensor gives the default float, as torch (never 0.5 -> 0)
+        dtype = _dt.DEFAULTS.float if isinstance(value, float) else None
+    return tensor(value, dtype=dtype, device=str(like.device))
 
 
 def _broadcast_shapes(*shapes):
@@ -491,7 +496,7 @@ def _install_operators() -> None:
     T.__mul__ = _operator(MulBackward0, (), _op.mul, mul)
     T.__rmul__ = mul
     T.__truediv__ = div
-    T.__rtruediv__ = lambda a, b: div(b, a)
+    T.__rtruediv__ = lambda a, b: mul(reciprocal(a), b)  # torch's __rtruediv__: reciprocal(x) * 2
     T.__neg__ = neg
     T.__pos__ = lambda a: a
     T.__pow__ = lambda a, b: pow(a, b)

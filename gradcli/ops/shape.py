@@ -290,8 +290,8 @@ class CatBackward0(Node):
     attr_names = ("dim",)
 
     def apply(self, grad, F, differentiable):
-        dim, sizes = self._attrs
-        return F.cat_slices(grad, dim, sizes)
+        dim, sizes, casts = self._attrs
+        return _cast_back(F.cat_slices(grad, dim, sizes), casts, F, differentiable)
 
 
 class StackBackward0(Node):
@@ -303,9 +303,21 @@ class StackBackward0(Node):
     attr_names = ("dim",)
 
     def apply(self, grad, F, differentiable):
-        dim, count = self._attrs
+        dim, count, casts = self._attrs
         parts = F.cat_slices(grad, dim, [1] * count)
-        return [F.reshape(p, tuple(s for i, s in enumerate(p.shape) if i != dim)) for p in parts]
+        return _cast_back([F.reshape(p, tuple(s for i, s in enumerate(p.shape) if i != dim)) for p in parts],
+                          casts, F, differentiable)
+
+
+def _cast_back(parts, casts, F, differentiable):
+    """Inputs of mixed dtypes (cat of float32 and float64): each gets its gradient in its own dtype,
+    as torch's cat/stack backward does (no ToCopyBackward0 nodes in the forward graph)."""
+    if casts is None:
+        return parts
+    if differentiable:
+        return [p if p.dtype.name == name else p.to(name) for p, name in zip(parts, casts)]
+    dtype = F.backend.dtype
+    return [p if p.dtype == dtype(name) else F.backend.xp.astype(p, dtype(name)) for p, name in zip(parts, casts)]
 
 
 def _record_variadic(cls, tensors, data, attrs):
@@ -337,9 +349,20 @@ def _tensor_list(tensors, name):
             from ..errors import DeviceError
             raise DeviceError(f"Expected all tensors to be on the same device, but found at least two "
                               f"devices, {backend.name} and {t._backend.name}!")
+    return list(tensors)
+
+
+def _promoted(tensors):
+    """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
+    (None when all already share one)."""
     target = _dt.result_type([Tensor._make(t._data.reshape((1,)) if t.ndim == 0 else t._data, t._backend)
                               for t in tensors])
-    return [t if t.dtype.name == target else _to(t, target) for t in tensors]
+    if all(t.dtype.name == target for t in tensors):
+        return [t._data for t in tensors], None
+    backend = tensors[0]._backend
+    dt = backend.dtype(target)
+    return ([t._data if t.dtype.name == target else backend.xp.astype(t._data, dt) for t in tensors],
+            tuple(t.dtype.name for t in tensors))
 
 
 @function("cat(tensors, dim=0)", method=False, grad_fns=("CatBackward0",), category="shape")
@@ -360,8 +383,9 @@ def cat(tensors, dim=0):
     out_shape[d] = sum(t.shape[d] for t in tensors)
     check_numel(out_shape)
     xp = ref._backend.xp
-    data = xp.concat([t._data for t in tensors], axis=d)
-    return _record_variadic(CatBackward0, tensors, data, (d, [t.shape[d] for t in tensors]))
+    arrays, casts = _promoted(tensors)
+    data = xp.concat(arrays, axis=d)
+    return _record_variadic(CatBackward0, tensors, data, (d, [t.shape[d] for t in tensors], casts))
 
 
 def _mismatch(a, b, d):
@@ -383,5 +407,6 @@ def stack(tensors, dim=0):
                              f"entry 0 and {list(t.shape)} at entry {i}")
     check_numel([len(tensors), *ref.shape])
     xp = ref._backend.xp
-    data = xp.stack([t._data for t in tensors], axis=d)
-    return _record_variadic(StackBackward0, tensors, data, (d, len(tensors)))
+    arrays, casts = _promoted(tensors)
+    data = xp.stack(arrays, axis=d)
+    return _record_variadic(StackBackward0, tensors, data, (d, len(tensors), casts))

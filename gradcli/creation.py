@@ -38,6 +38,9 @@ def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tenso
         data = backend.asarray(data, dtype)
     t = Tensor._make(data, backend)
     if requires_grad:
+        if not _dt.DTYPES[backend.dtype_name(data)].is_floating_point:
+            # a constructor's wording, not requires_grad_()'s ("only Tensors of floating point dtype ...")
+            raise GradTypeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
 

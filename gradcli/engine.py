@@ -385,11 +385,22 @@ def _run_hooks(hooks, g, create_graph: bool):
         if out is None:
             continue
         if not isinstance(out, Tensor):
-            raise GradTypeError(f"hook returned {type(out).__name__}, expected a Tensor or None")
+            raise GradTypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+        name = getattr(hook, "__name__", "<lambda>")  # the language's lambdas print as Python's do
         if tuple(out.shape) != tuple(t.shape):
-            raise ShapeError(f"hook 'hook' has changed the size of value")
+            raise ShapeError(f"hook '{name}' has changed the size of value")
+        if out.dtype.name != t.dtype.name:
+            raise GradTypeError(f"hook '{name}' has changed the type of value (was {_type_name(t)} got "
+                                f"{_type_name(out)})")
         g = out if create_graph else out._data
     return g
+
+
+def _type_name(t: Tensor) -> str:
+    """torch's legacy type name, as its hook messages print it: torch.FloatTensor, torch.cuda.DoubleTensor."""
+    kind = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(t.dtype.name, "")
+    return f"torch.{'cuda.' if t.is_cuda else ''}{kind}Tensor"
 
 
 def _array_backend(g):

@@ -16,7 +16,7 @@ import weakref
 
 from . import dtypes as _dt
 from .backend import NUMPY, Backend
-from .errors import AutogradError, GradTypeError
+from .errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
@@ -106,7 +106,17 @@ class Tensor:
             raise GradTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
         if value is not None and value.shape != self.shape:
-            raise GradTypeError("assigned grad has data of a different size")
+            raise ShapeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor of size "
+                             f"'{list(self.shape)}'. Please ensure that the gradient and the tensor are the same size")
+        if value is not None and value.dtype.name != self.dtype.name:
+            names = {"float32": ("float", "Float"), "float64": ("double", "Double"), "float16": ("c10::Half", "Half"),
+                     "int64": ("long int", "Long"), "int32": ("int", "Int"), "bool": ("bool", "Bool")}
+            raise GradTypeError(
+                f"attempting to assign a gradient with dtype '{names.get(value.dtype.name, ('?',))[0]}' to a tensor "
+                f"with grad_dtype '{names.get(self.dtype.name, ('', '?'))[1]}'. The gradient must match the tensor's "
+                f"grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
+                f"specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
+                f"tensor and its gradient may break downstream systems that assume they match.")
         self._grad = value
 
     @property

@@ -8,6 +8,8 @@ advanced-index op (IndexBackward0). A key that records nothing is an alias.
 
 from __future__ import annotations
 
+import re
+
 from ..errors import GradTypeError, ShapeError
 from ..function import apply, function
 from ..node import define_node
@@ -88,7 +90,7 @@ def getitem(x: Tensor, key):
     out, d = x, 0
     advanced = []
     recorded = False
-    for item in items:
+    for position, item in enumerate(items):
         if item is None:
             out = unsqueeze(out, d)
             d += 1
@@ -102,7 +104,7 @@ def getitem(x: Tensor, key):
             advanced.append((d, _index_array(out, item)))
             d += _consumed(item)
         elif isinstance(item, (int, Tensor)) and not isinstance(item, bool):
-            out = _select(out, d, int(item))
+            out = _select(out, d, int(item), position)  # torch names the index's position in the key
             recorded = True
         elif isinstance(item, bool):
             raise GradTypeError("indexing with a bare True/False is not supported")
@@ -120,13 +122,14 @@ def getitem(x: Tensor, key):
     return out
 
 
-def _select(x, dim, index):
+def _select(x, dim, index, position=None):
     if x.ndim == 0:
         raise ShapeError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     size = x.shape[dim]
     if not -size <= index < size:
-        raise ShapeError(f"index {index} is out of bounds for dimension {dim} with size {size}")
+        raise ShapeError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
+                         f"with size {size}")
     return apply(SelectBackward0, (x,), ((slice(None),) * dim + (index % size,),))
 
 
@@ -172,8 +175,8 @@ def _flatten_list(item):
 def _checked_getitem(self, key):
     try:
         return getitem(self, key)
-    except IndexError as exc:
-        raise ShapeError(str(exc)) from None
+    except IndexError as exc:  # numpy's words for an integer-list index out of range, in torch's
+        raise ShapeError(re.sub(r"for axis \d+", "for dimension 0", str(exc))) from None
 
 
 Tensor.__getitem__ = _checked_getitem

@@ -23,12 +23,25 @@ BmmBackward0 = define_node("BmmBackward0", inputs=("self", "mat2"),
                            forward=lambda xp, a, b: xp.matmul(a, b))
 
 
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
+              "bool": "bool"}
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+                 "bool": "Bool"}
+
+
 def _same_dtype(a, b, name):
+    """torch's three wordings (mm's C++ type names, mv's addmv, dot's ScalarTypes)."""
     if a.dtype.name != b.dtype.name:
-        raise GradTypeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != "
-                            f"{b.dtype.name}" if name == "mm" else
-                            f"{name}: expected both inputs to have the same dtype, but got {a.dtype.name} "
-                            f"and {b.dtype.name}")
+        x, y = a.dtype.name, b.dtype.name
+        if name == "mm":
+            raise GradTypeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAMES.get(x, x)} != "
+                                f"{_CPP_NAMES.get(y, y)}")
+        if name == "mv":
+            v = _SCALAR_TYPES.get(y, y)
+            raise GradTypeError(f"addmv input tensors must have the same dtype, but got {v}, "
+                                f"{_SCALAR_TYPES.get(x, x)}, and {v}")
+        raise GradTypeError(f"{name} : expected both vectors to have same dtype, but found {_SCALAR_TYPES.get(x, x)} "
+                            f"and {_SCALAR_TYPES.get(y, y)}")
 
 
 @function("mm(input, mat2)", grad_fns=("MmBackward0",), category="linalg")
@@ -76,8 +89,9 @@ def bmm(input, mat2):
 @function("outer(input, vec2)", grad_fns=("MulBackward0", "ViewBackward0"), category="linalg")
 def outer(input, vec2):
     """Outer product of two 1-d tensors (torch computes it as input.reshape(-1, 1) * vec2)."""
-    if input.ndim != 1 or vec2.ndim != 1:
-        raise ShapeError(f"outer: expected 1-D tensors, got {input.ndim}-D and {vec2.ndim}-D")
+    for arg, t in (("self", input), ("vec2", vec2)):
+        if t.ndim != 1:
+            raise ShapeError(f"outer: Expected 1-D argument {arg}, but got {t.ndim}-D")
     check_numel((input.shape[0], vec2.shape[0]))
     return reshape(input, -1, 1) * vec2
 
@@ -148,6 +162,8 @@ def _batched(input, other):
     if k != k2:
         raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                          f"[{other.shape[0]}, {k}] but got: [{other.shape[0]}, {k2}].")
+    from .pointwise import _check_broadcast
+    _check_broadcast(tuple(input.shape[:-2]), tuple(other.shape[:-2]))  # torch's "The size of tensor a (4) ..."
     batch = _broadcast_shapes(input.shape[:-2], other.shape[:-2])
     check_numel(batch + (n, m))
     flat = 1

@@ -105,7 +105,9 @@ def var_backward(F, grad, self, dim, correction, keepdim):
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
     mean = F.sum(self, dim, True) / n if dim is not None else F.sum(self) / n
-    return (2.0 / _builtins.max(n - correction, 0)) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
+    dof = _builtins.max(n - correction, 0)
+    # no degrees of freedom: torch's 2.0 / 0 is inf, so the gradient is nan (never a ZeroDivisionError)
+    return (2.0 / dof if dof else float("inf")) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):
@@ -189,6 +191,9 @@ def _vector_norm(xp, x, ord, dim, keepdim):
 
 
 def _logsumexp(xp, x, dim, keepdim):
+    if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
+        out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
+        return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
     m = xp.max(x, axis=dim, keepdims=True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=True)) + m
@@ -198,6 +203,8 @@ def _logsumexp(xp, x, dim, keepdim):
 
 
 def _softmax(xp, x, dim):
+    if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
+        return xp.asarray(x, copy=True)
     e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
     return e / xp.sum(e, axis=dim, keepdims=True)
 
@@ -209,7 +216,9 @@ def dims(dim, ndim: int):
     if isinstance(dim, (list, tuple)):
         out = tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
         if len(out) != len(dim):
-            raise GradTypeError("dim appears multiple times in the list of dims")
+            seen = [_wrap_dim(d, ndim) for d in dim]
+            twice = next(d for i, d in enumerate(seen) if d in seen[:i])
+            raise GradTypeError(f"dim {twice} appears multiple times in the list of dims")
         return out
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise GradTypeError(f"dim must be an int or a tuple of ints, not {type(dim).__name__}")
@@ -308,6 +317,7 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
     if isinstance(dim, Tensor):
         return pair(input, dim)
     d = _wrap_dim(dim, input.ndim)
+    _nonempty(name, input, (d,), False)
     xp = input._backend.xp
     data = input._data
     if data.ndim == 0:
@@ -340,6 +350,7 @@ def min(input, dim=None, keepdim=False):
 def amax(input, dim=(), keepdim=False):
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
     d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
+    _nonempty("amax", input, d, dim in ((), [], None))
     return apply(AmaxBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
@@ -347,14 +358,27 @@ def amax(input, dim=(), keepdim=False):
 def amin(input, dim=(), keepdim=False):
     """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
     d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
+    _nonempty("amin", input, d, dim in ((), [], None))
     return apply(AminBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+def _nonempty(name, input, d, all_dims):
+    """torch refuses a max/min over an empty dim (numpy would raise a ValueError of its own)."""
+    if all_dims and input.numel() == 0:
+        raise ShapeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                         f"Specify the reduction dim with the 'dim' argument.")
+    for i in d:
+        if input.ndim and input.shape[i] == 0:
+            raise ShapeError(f"{name}(): Expected reduction dim {i} to have non-zero size.")
 
 
 @function("norm(input, p='fro', dim=None, keepdim=False)", grad_fns=("LinalgVectorNormBackward0",),
           category="reduction")
 def norm(input, p="fro", dim=None, keepdim=False):
     """Vector p-norm over all elements or ``dim`` (p: 'fro', a number, inf)."""
-    _float_input("linalg.vector_norm", input)
+    if not input.dtype.is_floating_point:
+        raise GradTypeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                            f"Got {_dt_name(input)}")
     ord = 2 if p in ("fro", None) else p
     if isinstance(ord, str):
         raise GradTypeError(f"norm(): unsupported p={p!r}; use 'fro' or a number")
@@ -366,7 +390,8 @@ def norm(input, p="fro", dim=None, keepdim=False):
 
 
 def _var_args(input, dim, unbiased, correction, keepdim):
-    _float_input("var", input)
+    if not input.dtype.is_floating_point:
+        raise GradTypeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(x, False): the old unbiased positional form
         dim, unbiased = None, dim
     if correction is None:

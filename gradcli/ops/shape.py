@@ -339,7 +339,8 @@ def _tensor_list(tensors, name):
     if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
         raise GradTypeError(f"{name}() expects a list or tuple of tensors")
     if not tensors:
-        raise ShapeError(f"{name}() expects a non-empty list of tensors")
+        raise ShapeError("torch.cat(): expected a non-empty list of Tensors" if name == "cat" else
+                         f"{name} expects a non-empty TensorList")
     for t in tensors:
         if not isinstance(t, Tensor):
             raise GradTypeError(f"{name}(): expected Tensor as element, but got {type(t).__name__}")

@@ -163,7 +163,7 @@ class TensorMath:
     def sqrt(self, x): return self.ops.sqrt(x)
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
     def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
-    def mul_(self, fresh, other): return fresh * other
+    def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)
     def logical_and(self, a, b): return self.ops.logical_and(self._t(a), self._t(b))
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
 

@@ -1,6 +1,8 @@
 """Every function of SPEC §2: the engine's gradient against central finite differences in float64,
 over shapes, broadcasting and dim/keepdim drawn by hypothesis."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -225,3 +227,179 @@ def test_second_derivative(name):
         return g
 
     gradcheck(first, x, atol=1e-5, rtol=1e-4)
+
+
+# -- more signatures: p-norms, corrections, tuple dims, tensor bounds, broadcast where --------------
+
+@pytest.mark.parametrize("p", [1, 3, 2.5, "fro", float("inf")])
+@SETTINGS
+@given(sdk=shape_and_dim(), seed=seeds)
+def test_norm_orders(p, sdk, seed):
+    shape, dim, keepdim = sdk
+    v = values(seed, shape, 0.3, 2.0) * np.where(np.arange(int(np.prod(shape))).reshape(shape) % 2, 1, -1)
+    v = v + np.arange(v.size).reshape(shape) * 1e-2 * np.sign(v)  # distinct |x|: inf-norm has one winner
+    gradcheck(lambda x: gc.norm(x, p, dim, keepdim), leaf(v))
+    gradcheck(lambda x: gc.norm(x, p), leaf(v))
+
+
+@pytest.mark.parametrize("kw", [{"unbiased": False}, {"correction": 0}, {"correction": 2}, {}])
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=3, max_side=4), seed=seeds, keepdim=st.booleans())
+def test_var_std_corrections(kw, shape, seed, keepdim):
+    x = leaf(values(seed, shape))
+    gradcheck(lambda t: gc.var(t, 0, keepdim=keepdim, **kw), x)
+    gradcheck(lambda t: gc.std(t, -1, keepdim=keepdim, **kw) + gc.std(t, **kw), x)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "amax", "amin", "logsumexp", "norm", "var", "std"])
+@SETTINGS
+@given(shape=array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=3), seed=seeds, keepdim=st.booleans(),
+       data=st.data())
+def test_reductions_over_several_dims(name, shape, seed, keepdim, data):
+    n = len(shape)
+    picked = data.draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=n, unique_by=lambda d: d % n))
+    v = values(seed, shape, 0.5, 2.0) + np.arange(int(np.prod(shape))).reshape(shape) * 1e-2
+    fn = getattr(gc, name)
+    if name == "norm":
+        gradcheck(lambda x: fn(x, dim=tuple(picked), keepdim=keepdim), leaf(v))
+    else:
+        gradcheck(lambda x: fn(x, tuple(picked), keepdim=keepdim), leaf(v))
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), seed=seeds, data=st.data())
+def test_prod_through_zeros(shape, seed, data):
+    """prod's gradient stays exact with one zero in a slice (torch's prod_backward), where result/x fails."""
+    v = values(seed, shape, 0.5, 1.5)
+    flat = v.reshape(-1)
+    flat[data.draw(st.integers(0, flat.size - 1))] = 0.0
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    gradcheck(lambda x: gc.prod(x), leaf(v))
+    gradcheck(lambda x: gc.prod(x, dim), leaf(v))
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3), seed=seeds)
+def test_clamp_with_tensor_bounds(shapes, seed):
+    sx, slo, shi = shapes.input_shapes
+    x = leaf(values(seed, sx, -2, 2))
+    lo = leaf(values(seed + 1, slo, -1.5, -0.5))
+    hi = leaf(values(seed + 2, shi, 0.5, 1.5))
+    xs, los, his = np.broadcast_arrays(x._data, lo._data, hi._data)
+    if np.min(np.abs(xs - los)) < 0.05 or np.min(np.abs(xs - his)) < 0.05:
+        return  # on a bound the derivative is one-sided
+    gradcheck(lambda a, b, c: gc.clamp(a, b, c), x, lo, hi)
+    gradcheck(lambda a, b: gc.clamp(a, min=b), x, lo)
+    gradcheck(lambda a, c: gc.clamp(a, max=c), x, hi)
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3), seed=seeds)
+def test_where_broadcasts_all_three(shapes, seed):
+    sc, sa, sb = shapes.input_shapes
+    cond = gc.tensor((values(seed, sc) > 0).tolist())
+    a, b = leaf(values(seed + 1, sa)), leaf(values(seed + 2, sb))
+    gradcheck(lambda x, y: gc.where(cond, x, y), a, b)
+    gradcheck(lambda x: gc.where(cond, x, 0.5) * x, a)
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3), seed=seeds, data=st.data())
+def test_cat_stack_of_several_inputs(shape, seed, data):
+    n = len(shape)
+    d = data.draw(st.integers(-n, n - 1))
+    xs = [leaf(values(seed + i, shape)) for i in range(3)]
+    gradcheck(lambda a, b, c: gc.cat([a, b * c, c], d), *xs)
+    s = data.draw(st.integers(-n - 1, n))
+    gradcheck(lambda a, b, c: gc.stack([a, b, c * a], s), *xs)
+    other = list(shape)
+    other[d] = 2
+    gradcheck(lambda a, b: gc.cat([a, b], d), xs[0], leaf(values(seed + 5, tuple(other))))
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=2, max_dims=3, min_side=2, max_side=4), seed=seeds, data=st.data())
+def test_advanced_indexing(shape, seed, data):
+    x = leaf(values(seed, shape))
+    rows = data.draw(st.lists(st.integers(-shape[0], shape[0] - 1), min_size=1, max_size=5))
+    cols = data.draw(st.lists(st.integers(0, shape[1] - 1), min_size=len(rows), max_size=len(rows)))
+    gradcheck(lambda t: t[rows], x)
+    gradcheck(lambda t: t[rows, cols], x)  # pairs; repeats accumulate
+    gradcheck(lambda t: t[:, cols], x)
+    gradcheck(lambda t: t[1:, None, ..., ::2], x)
+    mask = gc.tensor((values(seed + 1, shape) > 0).tolist())
+    gradcheck(lambda t: t[mask] * 2, x) if bool(mask.any()) else None
+    gradcheck(lambda t: t[gc.tensor(rows)], x)
+
+
+def test_every_spec_function_is_gradchecked():
+    """The tables above cover SPEC §2's whole list (so a new op cannot slip past them)."""
+    spec = ("add sub mul div neg pow matmul mm mv dot outer exp log log1p sqrt rsqrt abs sin cos tan tanh sigmoid "
+            "relu reciprocal square clamp maximum minimum where sum mean prod max min amax amin norm var std "
+            "logsumexp softmax log_softmax reshape view transpose t permute unsqueeze squeeze expand flatten cat "
+            "stack clone").split()
+    import inspect
+    source = inspect.getsource(inspect.getmodule(test_every_spec_function_is_gradchecked))
+    covered = set(BINARY) | set(UNARY) | set(REDUCE_DIM) | set(SECOND)
+    for name in spec:
+        assert name in covered or re.search(rf"(gc\.|\.){name}\b", source), f"{name} is never gradchecked"
+        assert callable(getattr(gc, name)), name
+
+
+# -- the helper itself can fail ----------------------------------------------------------------------
+
+def test_gradcheck_catches_a_wrong_derivative():
+    """A node whose formula is off by a factor must fail the check (the helper is not vacuous)."""
+    from gradcli.function import apply
+    from gradcli.node import define_node
+    wrong = define_node("WrongSinBackward0", self="grad * F.cos(self) * 1.01",
+                        forward=lambda xp, x: xp.sin(x))
+    x = leaf([0.3, 0.7, 1.1])
+    gradcheck(lambda t: apply(gc.node.NODE_CLASSES["SinBackward0"], (t,)), x)
+    with pytest.raises(AssertionError, match="input 0"):
+        gradcheck(lambda t: apply(wrong, (t,)), x)
+    with pytest.raises(AssertionError, match="shape"):
+        gradcheck(lambda t: apply(define_node("WrongShapeBackward0", self="F.sum(grad)",
+                                              forward=lambda xp, v: xp.sin(v)), (t,)), x)
+
+
+# -- higher derivatives of two-input ops, and third derivatives -----------------------------------
+
+SECOND_BINARY = {
+    "mul": lambda a, b: a * b * a, "div": lambda a, b: a / b, "pow": lambda a, b: a ** b,
+    "maximum": lambda a, b: gc.maximum(a, b) * a, "where": lambda a, b: gc.where(a > 1, a * b, b * b),
+    "clamp": lambda a, b: gc.clamp(a * b, 0.8, 1.5) * a, "mv": lambda a, b: gc.mv(a, b[0]) * b[0, 0],
+    "dot": lambda a, b: gc.dot(a[0], b[0]) * a[0], "outer": lambda a, b: gc.outer(a[0], b[1]) * a[0, 0],
+    "matmul": lambda a, b: (a @ b.t()) @ a, "cat": lambda a, b: gc.cat([a * b, b]) ** 2,
+    "stack": lambda a, b: gc.stack([a * b, a], 1) ** 2, "var": lambda a, b: gc.var(a * b, 1),
+    "std": lambda a, b: gc.std(a * b), "prod": lambda a, b: gc.prod(a * b, 0),
+    "log_softmax": lambda a, b: gc.log_softmax(a * b, 0), "amax": lambda a, b: gc.amax(a * b, 1) * a[:, 0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND_BINARY))
+def test_second_derivative_of_two_inputs(name):
+    """Mixed second derivatives: the create_graph gradients of both inputs, checked by differences."""
+    fn = SECOND_BINARY[name]
+    a = leaf(values(3, (2, 3), 0.6, 1.6) + np.arange(6).reshape(2, 3) * 0.03)
+    b = leaf(values(4, (2, 3), 0.6, 1.6) + np.arange(6).reshape(2, 3) * 0.05)
+    cot = gc.tensor(np.random.default_rng(2).standard_normal(tuple(fn(a, b).shape)).tolist(), dtype=gc.float64)
+
+    def first(x, y):
+        gx, gy = gc.autograd.grad([fn(x, y)], [x, y], grad_outputs=[cot], create_graph=True)
+        return gx * 1.5 + gy
+
+    gradcheck(first, a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["exp", "sin*x", "tanh", "sigmoid", "log", "pow3", "sqrt", "div"])
+def test_third_derivative(name):
+    fn = SECOND[name]
+    x = leaf(values(9, (3,), 0.5, 1.5))
+
+    def second(t):
+        (g,) = gc.autograd.grad([fn(t).sum()], [t], create_graph=True)
+        (h,) = gc.autograd.grad([g.sum()], [t], create_graph=True)
+        return h
+
+    gradcheck(second, x, atol=1e-4, rtol=1e-4)

@@ -46,7 +46,9 @@ PowBackward1 = define_node(
     exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
 PowBackward2 = define_node(
     "PowBackward2", inputs=("exponent",), attrs=("self",),
-    exponent="grad * result * scalar_log(self)")
+    # 0 ** x: torch's gradient is 0 where x >= 0 (not 0 * log 0 = nan)
+    exponent="grad * result * scalar_log(self) if self != 0 else "
+             "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
 
 AddBackward0.forward = staticmethod(lambda xp, a, b, alpha: a + b if alpha == 1 else a + alpha * b)
 SubBackward0.forward = staticmethod(lambda xp, a, b, alpha: a - b if alpha == 1 else a - alpha * b)

@@ -97,9 +97,23 @@ def _infer(shape, numel, original):
 
 @function("reshape(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
 def reshape(input, *shape):
-    """Same data in a new shape (one dim may be -1)."""
+    """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
     shape = _infer(_shape_arg(shape), input.numel(), input.shape)
-    return apply(ViewBackward0, (input,), (shape,))
+    if _viewable(input, shape):
+        return apply(ViewBackward0, (input,), (shape,))
+    # as torch: a contiguous copy, then a view of it nobody else can see (x.t().reshape(-1))
+    return apply(UnsafeViewBackward0, (apply(CloneBackward0, (input,)),), (shape,))
+
+
+def _viewable(t, shape) -> bool:
+    """Can ``t``'s data take ``shape`` without a copy (torch's rule for view, which numpy shares)?"""
+    try:
+        t._backend.xp.reshape(t._data, shape, copy=False)
+    except (ValueError, AttributeError):
+        return False
+    except TypeError:  # a namespace without reshape(copy=): assume it can
+        return True
+    return True
 
 
 @function("view(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
@@ -107,7 +121,11 @@ def view(input, *shape):
     """Same data in a new shape (one dim may be -1)."""
     if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
         raise GradTypeError("view(dtype) is not supported")
-    return reshape(input, *shape)
+    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    if not _viewable(input, shape):
+        raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
+                         "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return apply(ViewBackward0, (input,), (shape,))
 
 
 @function("flatten(input, start_dim=0, end_dim=-1)", grad_fns=("ViewBackward0",), category="shape")

@@ -81,6 +81,9 @@ def getitem(x: Tensor, key):
     if sum(1 for i in items if i is Ellipsis) > 1:
         raise GradTypeError("an index can only have a single ellipsis ('...')")
     used = sum(_consumed(i) for i in items if i is not Ellipsis)
+    if x.ndim == 0 and used and items[0] is not Ellipsis and (isinstance(items[0], slice) or (
+            isinstance(items[0], int) and not isinstance(items[0], bool))):
+        _select(x, 0, 0) if isinstance(items[0], int) else _slice(x, 0, items[0])  # torch's 0-dim messages
     if used > x.ndim:
         raise ShapeError(f"too many indices for tensor of dimension {x.ndim}")
     at = next((i for i, item in enumerate(items) if item is Ellipsis), None)

@@ -127,12 +127,24 @@ def sub(input, other, *, alpha=1):
     if input.__class__ is not Tensor and other.__class__ is Tensor:
         # torch.sub(2, x) wraps the number: SubBackward0 with a None edge (``2 - x`` is RsubBackward1)
         input = as_tensor_arg(input, other)
+    _no_bool_sub(input, other)
     return _binary(SubBackward0, input, other, (alpha,), "sub")
+
+
+def _no_bool_sub(a, b):
+    bools = [t.__class__ is Tensor and t.dtype.name == "bool" for t in (a, b)]
+    if all(bools):
+        raise GradTypeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                            "Use the `^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise GradTypeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                            "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def rsub(input, other, *, alpha=1):
     """other - alpha * input, with ``other`` a number (what ``2 - x`` runs)."""
     if isinstance(other, _SCALARS):
+        _no_bool_sub(input, other)
         arrays = _operands(input, other, "rsub")
         return apply(RsubBackward1, (input,), (other, alpha), None if arrays is None else [arrays[0]])
     return sub(as_tensor_arg(other, input), input, alpha=alpha)
@@ -172,9 +184,15 @@ def pow(input, exponent):
         arrays = _operands(exponent, input, "pow")
         return apply(PowBackward2, (exponent,), (input,), None if arrays is None else [arrays[0]])
     if exponent.__class__ is Tensor:
+        if input.dtype.name == "bool" and exponent.dtype.name == "bool":
+            raise GradTypeError('"pow" not implemented for \'Bool\'')
         return _binary(PowBackward1, input, exponent, (), "pow")
     if not isinstance(exponent, _SCALARS):
         raise GradTypeError(f"pow(): unsupported exponent type {type(exponent).__name__}")
+    if input.dtype.name == "bool" and isinstance(exponent, bool):  # stays bool, as torch (numpy gives int8)
+        xp = input._backend.xp
+        return Tensor._make(xp.asarray(input._data, copy=True) if exponent else xp.ones_like(input._data),
+                            input._backend)
     if not input.dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
         raise GradTypeError("Integers to negative integer powers are not allowed.")
     arrays = _operands(input, exponent, "pow")
@@ -271,6 +289,14 @@ def clamp(input, min=None, max=None):
     if min.__class__ is Tensor or max.__class__ is Tensor:
         lo = None if min is None else as_tensor_arg(min, input)
         hi = None if max is None else as_tensor_arg(max, input)
+        operands = [t for t in (input, lo, hi) if t is not None]
+        target = _dt.result_type(operands)  # a 0-d bound does not widen input's dtype, as torch
+        if any(t.dtype.name != target for t in operands):
+            dt = input._backend.dtype(target)
+            xp = input._backend.xp
+            arrays = [None if t is None else t._data if t.dtype.name == target else xp.astype(t._data, dt)
+                      for t in (input, lo, hi)]
+            return apply(ClampBackward0, (input, lo, hi), (), arrays)
         return apply(ClampBackward0, (input, lo, hi))
     if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
         input = input.to(_dt.DEFAULTS.float)  # torch: float bounds on an integer tensor give the default float

@@ -65,7 +65,8 @@ def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
     xp = F.backend.xp
     idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
     positions = xp.reshape(xp.arange(sizes[dim]), tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
-    onehot = F.constant(xp.astype(positions == idx, grad.dtype))
+    dtype = grad._data.dtype if isinstance(grad, Tensor) else grad.dtype  # a tensor under create_graph
+    onehot = F.constant(xp.astype(positions == idx, dtype))
     return sum_backward(F, grad, sizes, (dim,), keepdim) * onehot
 
 

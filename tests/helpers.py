@@ -93,7 +93,7 @@ def assert_matches_torch(ours, theirs, atol=1e-6, rtol=1e-5):
     assert list(ours.shape) == list(theirs.shape), (ours.shape, theirs.shape)
     assert dtype_name(ours) == dtype_name(theirs), (ours.dtype, theirs.dtype)
     mine = np.asarray(ours.detach()._data)
-    other = theirs.detach().cpu().numpy()
+    other = theirs.detach().cpu().numpy(force=True)
     if mine.dtype.kind in "biu":
         np.testing.assert_array_equal(mine, other)
     else:
@@ -125,3 +125,21 @@ def plain(value) -> str:
 def error_text(exc: BaseException) -> str:
     """An error's message without torch's trailing hint (anomaly detection) or gradcli's."""
     return str(exc).split(" Hint:")[0]
+
+
+try:
+    import pytest as _pytest
+
+    @_pytest.fixture(autouse=True)
+    def clean_engine_state():
+        """Each test starts from the library's defaults: in-process CLI runs elsewhere in the suite
+        leave process-wide engine state behind (--detect-anomaly, --dtype, grad mode)."""
+        from gradcli.engine import ANOMALY
+        ANOMALY.enabled = False
+        gc.set_grad_enabled(True)
+        gc.set_default_dtype(gc.float32)
+        yield
+        ANOMALY.enabled = False
+        gc.set_grad_enabled(True)
+except ImportError:  # pragma: no cover (helpers used without pytest)
+    pass

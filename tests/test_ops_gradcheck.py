@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import gradcli as gc
-from helpers import gradcheck, leaf
+from helpers import clean_engine_state, gradcheck, leaf  # noqa: F401
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True)
 

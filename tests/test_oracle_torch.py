@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import gradcli as gc
-from helpers import assert_matches_torch, graph_names
+from helpers import assert_matches_torch, clean_engine_state, dtype_name, error_text, graph_names, plain  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
@@ -91,7 +91,8 @@ OPS = {
     "T": (lambda L, a: a.T, (A,)), "permute": (lambda L, a: a.permute(1, 0), (A,)),
     "unsqueeze": (lambda L, a: a.unsqueeze(1), (A,)), "squeeze": (lambda L, a: a.unsqueeze(0).squeeze(), (A,)),
     "squeeze_dim": (lambda L, a: a.unsqueeze(0).squeeze(0), (A,)),
-    "expand": (lambda L, a: a.expand(4, 3), (V3,)), "flatten": (lambda L, a: a.flatten(), (A,)),
+    "expand": (lambda L, a: a.expand(4, 3), (V3,)),
+    "flatten": (lambda L, a: a.flatten(), (A,)),
     "cat": (lambda L, a, b: L.cat([a, b], 1), (A, B)), "stack": (lambda L, a, b: L.stack([a, b]), (A, B)),
     "clone": (lambda L, a: a.clone(), (A,)), "detach": (lambda L, a, b: a.detach() * b, (A, B)),
     # indexing
@@ -99,12 +100,59 @@ OPS = {
     "slice": (lambda L, a: a[:, 1:], (A,)), "slice_step": (lambda L, a: a[:, ::2], (A,)),
     "index_list": (lambda L, a: a[[1, 0, 1]], (A,)), "index_none": (lambda L, a: a[None], (A,)),
     "ellipsis": (lambda L, a: a[..., 0], (A,)), "negative": (lambda L, a: a[-1, -1], (A,)),
+    # more signatures: function forms with a number first, keepdim/dim tuples, p-norms, corrections
+    "div_fn_scalar_first": (lambda L, a: L.div(2, a), (A,)), "sub_fn_scalar_first": (lambda L, a: L.sub(2, a), (A,)),
+    "sub_alpha": (lambda L, a, b: L.sub(a, b, alpha=3), (A, V3)), "pow_fn_scalar_base": (lambda L, a: L.pow(2, a), (A,)),
+    "rdiv_tensor": (lambda L, a, b: b / a, (V3, A)), "mul_0d": (lambda L, a, b: a * b.sum(), (A, V3)),
+    "max_keepdim": (lambda L, a: L.max(a, 1, keepdim=True).values, (A,)), "min_full": (lambda L, a: a.min(), (A,)),
+    "amax_dims": (lambda L, a: L.amax(a, (0, 1), keepdim=True), (A,)), "amin_full": (lambda L, a: L.amin(a), (A,)),
+    "sum_neg_dim": (lambda L, a: a.sum(-1), (A,)), "mean_dims": (lambda L, a: L.mean(a, (0, 1), keepdim=True), (A,)),
+    "prod_zero": (lambda L, a: (a * L.tensor([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0]])).prod(1), (A,)),
+    "prod_two_zeros": (lambda L, a: (a * L.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]])).prod(), (A,)),
+    "norm_p1": (lambda L, a: L.norm(a, 1), (SIGNED,)), "norm_p3_dim": (lambda L, a: L.norm(a, 3, 0, True), (A,)),
+    "norm_inf": (lambda L, a: L.norm(a, float("inf")), (SIGNED,)), "norm_zero": (lambda L, a: L.norm(a * 0), (A,)),
+    "var_unbiased_false": (lambda L, a: L.var(a, 0, unbiased=False), (A,)),
+    "var_correction": (lambda L, a: L.var(a, 1, correction=0, keepdim=True), (A,)),
+    "std_full": (lambda L, a: a.std(), (A,)), "logsumexp_dims": (lambda L, a: L.logsumexp(a, (0, 1)), (A,)),
+    "softmax_neg": (lambda L, a: L.softmax(a, -1), (A,)), "log_softmax_1": (lambda L, a: a.log_softmax(1), (A,)),
+    "relu_kink": (lambda L, a: L.relu(a * L.tensor([0.0, 1.0, -1.0])), (A,)),
+    "abs_kink": (lambda L, a: L.abs(a * L.tensor([0.0, 1.0, -1.0])), (A,)),
+    "clamp_on_bounds": (lambda L, a: L.clamp(a * 0 + L.tensor([1.0, 1.5, 2.0]), 1.0, 1.5), (A,)),
+    "maximum_tie": (lambda L, a, b: L.maximum(a, b * 0 + 1.0), (A, B)),
+    "max_tie_full": (lambda L, a: (a * 0 + 1.0).max(), (A,)), "amax_tie": (lambda L, a: L.amax(a * 0, 1), (A,)),
+    "sqrt_zero": (lambda L, a: L.sqrt(a * 0), (A,)), "pow_zero_base": (lambda L, a: (a * 0) ** 2.0, (A,)),
+    "pow_tensor_zero_base": (lambda L, a, b: (a * 0) ** b, (A, B)), "rpow_zero": (lambda L, a: 0 ** a, (A,)),
+    "expand_neg": (lambda L, a: a.unsqueeze(0).expand(2, -1, -1), (A,)), "flatten_range": (lambda L, a: a.flatten(0, 1), (A,)),
+    "reshape_tuple": (lambda L, a: a.reshape((1, 6)), (A,)), "view_tuple": (lambda L, a: a.view((3, -1)), (A,)),
+    "permute_neg": (lambda L, a: a.permute(-1, 0), (A,)), "transpose_neg": (lambda L, a: a.transpose(-1, -2), (A,)),
+    "unsqueeze_neg": (lambda L, a: a.unsqueeze(-1), (A,)), "t_1d": (lambda L, a: a.t(), (V3,)),
+    "cat_neg": (lambda L, a, b: L.cat((a, b), -1), (A, B)), "stack_last": (lambda L, a, b: L.stack([a, b], -1), (A, B)),
+    "cat_one": (lambda L, a: L.cat([a]), (A,)),
+    "index_pairs": (lambda L, a: a[[0, 1, 1], [2, 0, 2]], (A,)), "index_mask": (lambda L, a: a[a > 1], (A,)),
+    "index_tensor": (lambda L, a: a[L.tensor([1, 0])], (A,)), "index_none_slice": (lambda L, a: a[None, :, 1], (A,)),
+    "index_all": (lambda L, a: a[:], (A,)), "index_ellipsis_only": (lambda L, a: a[...], (A,)),
+    "select_twice": (lambda L, a: a[1][2], (A,)), "slice_list": (lambda L, a: a[1:, [0, 2]], (A,)),
+    "matmul_1d_1d": (lambda L, a, b: a @ b, (V3, V3)), "matmul_batch_vec": (lambda L, a, b: a @ b, (np.stack([A, B]), V3)),
+    "matmul_vec_batch": (lambda L, a, b: a @ b, (V3, np.stack([M34, M34]))),
+    "matmul_bcast": (lambda L, a, b: a @ b, (np.stack([A, B])[:, None], np.stack([M34, M34, M34]))),
+    "shared_input": (lambda L, a: a * a + a.exp() * a, (A,)),
+}
+
+
+KNOWN_GRAPH_DIFFERENCES = {
+    # torch reshapes a broadcast batch that is not viewable as clone + _unsafe_view; gradcli has no
+    # strides and always records a view (values and gradients agree)
+    "matmul_bcast": "batched matmul with broadcast batch dims: ViewBackward0 where torch has Clone+UnsafeView",
 }
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_op_matches_torch(name):
     fn, arrays = OPS[name]
+    if name in KNOWN_GRAPH_DIFFERENCES:
+        ours, theirs, out_o, out_t = run_both(fn, *arrays)
+        assert_matches_torch(out_o, out_t, atol=1e-5, rtol=1e-4)
+        pytest.xfail(KNOWN_GRAPH_DIFFERENCES[name])
     compare(fn, *arrays)
 
 
@@ -203,3 +251,221 @@ def test_random_programs_match_torch(steps, seed, mask):
                 assert o.grad is None
             else:
                 assert_matches_torch(o.grad, t.grad, atol=1e-9, rtol=1e-9)
+
+
+# -- second derivatives: values of every op, and the gradient's own graph ---------------------------
+
+def _double_backward(L, fn, arrays):
+    """Gradients with create_graph=True, then the gradient of their weighted sum: (firsts, seconds)."""
+    leaves = [L.tensor(np.asarray(a, dtype=np.float64).tolist(), dtype=L.float64, requires_grad=True)
+              for a in arrays]
+    out = fn(L, *leaves)
+    cot = L.tensor(np.random.default_rng(0).standard_normal(tuple(out.shape)).tolist(), dtype=L.float64)
+    firsts = L.autograd.grad([out], leaves, grad_outputs=[cot], create_graph=True, allow_unused=True)
+    total = sum((g * (k + 1.5)).sum() for k, g in enumerate(firsts) if g is not None and g.requires_grad)
+    if not isinstance(total, (L.Tensor,)):
+        return firsts, None
+    seconds = L.autograd.grad([total], leaves, allow_unused=True)
+    return firsts, seconds
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_second_derivatives_match_torch(name):
+    fn, arrays = OPS[name]
+    if name in ("detach",):
+        pytest.skip("detach: no gradient flows through the detached input")
+    (f_o, s_o), (f_t, s_t) = _double_backward(gc, fn, arrays), _double_backward(torch, fn, arrays)
+    for o, t in zip(f_o, f_t):
+        assert (o is None) == (t is None)
+        if t is not None:
+            assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
+            # relu: torch's threshold_backward(grad, result) is differentiable in result (with a zero
+            # derivative), so its gradient requires grad; gradcli's mask of result does not
+            assert o.requires_grad == t.requires_grad or name.startswith("relu")
+    if name.startswith("relu"):  # see above: torch's second derivative is all zeros, gradcli has none
+        assert s_o is None and not np.any(s_t[0].numpy(force=True))
+        return
+    assert (s_o is None) == (s_t is None)
+    for o, t in zip(s_o or (), s_t or ()):
+        if t is None:  # torch: unused; gradcli may give zeros only where torch gives None
+            assert o is None or not np.any(np.asarray(o._data))
+        else:
+            assert o is not None
+            assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
+
+
+# The gradient's graph (what print(gx.grad_fn) shows after grad(..., create_graph=True)) matches
+# torch for these; elsewhere torch has fused double-backward nodes (TanhBackwardBackward0,
+# SoftmaxBackwardDataBackward0...) or other formula shapes, while gradcli differentiates its own
+# formulas: values agree (test above), names do not.
+GRAD_GRAPH_MATCHES = ["add", "add_alpha", "sub", "mul", "mul_scalar", "rmul_scalar", "neg", "sin", "exp", "log",
+                      "sum", "sum_dim", "mean", "mm", "matmul", "t", "transpose", "permute", "cat", "clone",
+                      "reshape", "view", "expand", "dot", "flatten", "index_list"]
+
+
+@pytest.mark.parametrize("name", GRAD_GRAPH_MATCHES)
+def test_gradient_graph_matches_torch(name):
+    fn, arrays = OPS[name]
+    (f_o, _), (f_t, _) = _double_backward(gc, fn, arrays), _double_backward(torch, fn, arrays)
+    for o, t in zip(f_o, f_t):
+        assert (o is None) == (t is None)
+        if t is not None:
+            assert graph_names(o) == graph_names(t)
+
+
+@pytest.mark.xfail(reason="torch's fused double-backward nodes (TanhBackwardBackward0...) are not modelled",
+                   strict=True)
+def test_gradient_graph_of_tanh_matches_torch():
+    fn, arrays = OPS["tanh"]
+    (f_o, _), (f_t, _) = _double_backward(gc, fn, arrays), _double_backward(torch, fn, arrays)
+    assert graph_names(f_o[0]) == graph_names(f_t[0])
+
+
+def test_leaf_grad_under_create_graph_is_a_copy_as_in_torch():
+    for L in (gc, torch):
+        x = L.tensor([1.0, 2.0], requires_grad=True)
+        (x * x).sum().backward(create_graph=True)
+        first = x.grad
+        assert plain(first.grad_fn) == "<CopyBackwards>"
+        assert [plain(c) for c, _ in first.grad_fn.next_functions] == ["None", "<AddBackward0>"]
+        (x * x).sum().backward(create_graph=True)
+        assert x.grad is not first and plain(x.grad.grad_fn) == "<AddBackward0>"
+        (x * x).sum().backward()  # grad mode off: added in place, the grad_fn stays
+        assert plain(x.grad) == "tensor([ 6., 12.], grad_fn=<AddBackward0>)"
+        y = L.tensor([1.0, 2.0], requires_grad=True)
+        y.sum().backward(create_graph=True)  # a gradient without a graph: a plain, writable copy
+        assert y.grad.grad_fn is None and not y.grad.requires_grad
+        y.grad.zero_()
+
+
+# -- errors: the same message in both engines -----------------------------------------------------
+
+ERRORS = [
+    "L.ones(2, 3) + L.ones(4)", "L.ones(2, 3) @ L.ones(4, 2)", "L.ones(4, 2, 3) @ L.ones(5, 3, 2)",
+    "L.mm(L.ones(2, 2), L.ones(2, 2, dtype=L.float64))", "L.mv(L.ones(2, 2, dtype=L.float64), L.ones(2))",
+    "L.dot(L.ones(2), L.tensor([1, 2]))", "L.dot(L.ones(2), L.ones(3))", "L.outer(L.ones(2, 3), L.ones(2))",
+    "L.outer(L.ones(2), L.ones(2, 3))", "L.mm(L.ones(2, 3), L.ones(2))",
+    "L.cat([])", "L.stack([])", "L.cat([L.ones(2, 3), L.ones(3, 2)], 1)", "L.stack([L.ones(2), L.ones(3)])",
+    "L.ones(2, 3).sum((0, 0))", "L.ones(2, 3).mean((1, -1))", "L.ones(2, 3).sum(2)",
+    "L.ones(2, 0).amax(1)", "L.ones(2, 0).max(1)", "L.ones(0).max()", "L.ones(0).amax()",
+    "L.tensor([1, 2]).mean()", "L.tensor([1, 2]).var()", "L.tensor([1, 2]).norm()",
+    "L.ones(2, 3)[2]", "L.ones(2, 3)[0, 5]", "L.ones(2, 3)[None, 0, 5]", "L.ones(2, 3)[[0, 5]]",
+    "L.ones(2, 3)[:, [0, 5]]", "L.ones(2, 3)[0, 0, 0]", "L.ones(())[0]",
+    "L.ones(2, 3).view(4)", "L.ones(2, 3).reshape(-1, -1)", "L.ones(2, 3).expand(3, 3)", "L.ones(2, 3).permute(0, 0)",
+    "L.ones(2, 3).transpose(0, 2)", "L.ones(2, 3).squeeze(2)", "L.ones(2, 3).unsqueeze(3)",
+    "L.tensor([1, 2]) ** -1", "L.ones(2, dtype=L.int64).add_(1.5)", "L.ones(2).add_(L.ones(3))",
+    "L.ones(2, 1).add_(L.ones(3))", "L.tensor([1, 2], requires_grad=True)", "L.tensor([1, 2]).requires_grad_()",
+    "L.ones(2, dtype=L.int64, requires_grad=True)", "L.ones(2).retain_grad()",
+    "L.ones(2).register_hook(lambda g: g)", "(L.ones(2) * 2).sum().backward()",
+    "(L.ones(2, requires_grad=True) * 2).backward()", "L.ones(2, requires_grad=True).add_(1)",
+    "(L.ones(2, requires_grad=True) * 2).backward(L.ones(3))",
+    "(L.ones(2, requires_grad=True) * 2).requires_grad_(False)",
+    "L.ones(2, requires_grad=True).numpy()", "L.ones(2, 2).item()",
+]
+
+
+@pytest.mark.parametrize("src", ERRORS)
+def test_error_messages_match_torch(src):
+    messages = []
+    for L in (gc, torch):
+        with pytest.raises(Exception) as info:
+            eval(src, {"L": L})  # noqa: S307 (fixed test expressions)
+        messages.append(error_text(info.value))
+    assert messages[0] == messages[1]
+
+
+AUTOGRAD_ERRORS = {
+    "freed": "x = L.ones(2, requires_grad=True); y = (x * x).sum(); y.backward(); y.backward()",
+    "freed_by_grad": "x = L.ones(2, requires_grad=True); y = (x.exp()).sum(); L.autograd.grad(y, [x]); y.backward()",
+    "unused": "x = L.ones(2, requires_grad=True); w = L.ones(1, requires_grad=True); "
+              "L.autograd.grad((x * 2).sum(), [x, w])",
+    "not_requiring": "x = L.ones(2, requires_grad=True); L.autograd.grad((x * 2).sum(), [x, L.ones(2)])",
+    "version": "a = L.ones(2, requires_grad=True); b = a.exp(); c = b * b; b.mul_(2); c.sum().backward()",
+    "saved_output": "a = L.ones(2, requires_grad=True); b = a.sigmoid(); b.zero_(); b.sum().backward()",
+    "detached_alias": "a = L.ones(2, requires_grad=True); b = a.tanh(); b.detach().add_(1); b.sum().backward()",
+    "no_grad_change": "a = L.ones(2, requires_grad=True); b = a.exp()\nwith L.no_grad():\n    b.mul_(3)\n"
+                      "b.sum().backward()",
+    "saved_leaf": "a = L.ones(2, requires_grad=True); c = a * a\nwith L.no_grad():\n    a.add_(1)\n"
+                  "c.sum().backward()",
+    "hook_size": "x = L.ones(2, requires_grad=True); x.register_hook(lambda g: g.sum()); (x * 2).sum().backward()",
+    "hook_dtype": "x = L.ones(2, requires_grad=True); y = x * 2; y.register_hook(lambda g: g.double()); "
+                  "y.sum().backward()",
+    "hook_type": "x = L.ones(2, requires_grad=True); x.register_hook(lambda g: 3); (x * 2).sum().backward()",
+    "grad_size": "x = L.ones(2, requires_grad=True); x.grad = L.ones(3)",
+    "grad_dtype": "x = L.ones(2, requires_grad=True); x.grad = L.ones(2, dtype=L.float64)",
+    "grad_output_shape": "x = L.ones(2, requires_grad=True); L.autograd.grad([x * 2], [x], grad_outputs=[L.ones(3)])",
+}
+
+
+@pytest.mark.parametrize("name", sorted(AUTOGRAD_ERRORS))
+def test_autograd_error_messages_match_torch(name):
+    messages = []
+    for L in (gc, torch):
+        with pytest.raises(Exception) as info:
+            exec(AUTOGRAD_ERRORS[name], {"L": L})  # noqa: S102 (fixed test programs)
+        messages.append(error_text(info.value))
+    assert messages[0] == messages[1]
+
+
+# -- dtype promotion, every pair ------------------------------------------------------------------
+
+DTYPES = ["bool", "int64", "float32", "float64"]
+SCALARS = [True, 2, 2.5]
+PROMOTING = {
+    "add": lambda L, a, b: a + b, "mul": lambda L, a, b: a * b, "div": lambda L, a, b: a / b,
+    "sub": lambda L, a, b: a - b, "maximum": lambda L, a, b: L.maximum(a, b),
+    "where": lambda L, a, b: L.where(L.tensor([True, False]), a, b), "pow": lambda L, a, b: a ** b,
+    "cat": lambda L, a, b: L.cat([a, b]), "stack": lambda L, a, b: L.stack([a, b]),
+    "clamp": lambda L, a, b: L.clamp(a, min=b), "eq": lambda L, a, b: a == b,
+}
+
+
+def _typed(L, dtype, zero_d=False):
+    values = [True, False] if dtype == "bool" else [1, 2]
+    return L.tensor(values[0] if zero_d else values, dtype=getattr(L, dtype if dtype != "bool" else "bool"))
+
+
+@pytest.mark.parametrize("op", sorted(PROMOTING))
+def test_dtype_promotion_of_every_pair_matches_torch(op):
+    fn = PROMOTING[op]
+    cases = [(a, b, za, zb) for a in DTYPES for b in DTYPES for za, zb in ((False, False), (False, True))]
+    for a, b, za, zb in cases:
+        if op == "maximum" and zb:
+            continue
+        results = []
+        for L in (gc, torch):
+            try:
+                results.append(fn(L, _typed(L, a, za), _typed(L, b, zb)))
+            except Exception as exc:  # noqa: BLE001 (torch refuses some pairs: so must we)
+                results.append(type(exc).__name__)
+        if isinstance(results[1], str):
+            assert isinstance(results[0], str), (op, a, b, zb, results[0])
+            continue
+        assert not isinstance(results[0], str), (op, a, b, zb, results[0])
+        assert_matches_torch(results[0], results[1])
+    for a in DTYPES:  # with Python numbers
+        for s in SCALARS:
+            if op in ("maximum", "cat", "stack", "where"):
+                continue
+            results = []
+            for L in (gc, torch):
+                try:
+                    results.append(fn(L, _typed(L, a), s))
+                except Exception as exc:  # noqa: BLE001
+                    results.append(type(exc).__name__)
+            if isinstance(results[1], str):
+                continue  # torch refuses (bool - bool...); gradcli may be lenient
+            assert not isinstance(results[0], str), (op, a, s, results[0])
+            assert_matches_torch(results[0], results[1])
+
+
+@pytest.mark.parametrize("fn", ["abs", "relu", "neg", "square", "exp", "sqrt", "sigmoid", "reciprocal", "sum",
+                                "prod", "amax", "cumulative"])
+def test_unary_dtypes_of_integers_match_torch(fn):
+    if fn == "cumulative":
+        calls = [lambda L, t: L.clamp(t, 0.5, 1), lambda L, t: L.clamp(t, 0, 1), lambda L, t: L.where(t > 1, t, 0.5),
+                 lambda L, t: L.where(t > 1, t, 3), lambda L, t: t / 2, lambda L, t: 2 / t, lambda L, t: t ** 0.5]
+    else:
+        calls = [lambda L, t: getattr(L, fn)(t)]
+    for call in calls:
+        assert_matches_torch(call(gc, gc.tensor([-4, 3])), call(torch, torch.tensor([-4, 3])))

@@ -145,8 +145,9 @@ def _with_options(body, **kwargs) -> int:
 
 def guard(opts, body) -> int:
     """Run ``body()``; map errors to messages and exit codes."""
+    from .session import engine_state
     try:
-        with _Timeout(opts.timeout):
+        with engine_state(), _Timeout(opts.timeout):
             return body()
     except GradcliError as err:
         report(opts, err, getattr(err, "source_text", None))

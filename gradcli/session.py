@@ -128,6 +128,32 @@ def _check_text(text: str, where: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+class engine_state:
+    """Saves the engine's process-wide settings (grad mode, anomaly mode, default dtype and
+    device, limits, print precision, the random generator) and puts them back on exit, so that
+    a command run in-process (tests, a notebook calling ``gradcli.cli.main``) leaves no trace."""
+
+    def __enter__(self):
+        from . import creation, dtypes, grad_mode, limits
+        from .engine import ANOMALY
+        from .tensor import PRINT_OPTIONS
+        L = limits.LIMITS
+        self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
+                       creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
+                       L.max_elements, L.max_program_bytes, L.max_statements)
+        return self
+
+    def __exit__(self, *exc):
+        from . import creation, dtypes, grad_mode, limits
+        from .engine import ANOMALY
+        from .tensor import PRINT_OPTIONS
+        L = limits.LIMITS
+        (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
+         creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
+         L.max_statements) = self._saved
+        return False
+
+
 def configure(opts: Options) -> None:
     """Set the engine's defaults for this run: dtype, device, seed, limits."""
     from . import creation, dtypes, grad_mode, limits

@@ -55,6 +55,21 @@ class no_grad:
         STATE.enabled = self._prev
         return False
 
+    def __call__(self, fn):
+        """As a decorator (``@gc.no_grad()``): the function runs in this mode."""
+        import functools
+        mode = self._mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            prev = STATE.enabled
+            STATE.enabled = mode
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                STATE.enabled = prev
+        return wrapper
+
 
 class enable_grad(no_grad):
     """Enable graph recording inside the block (even within ``no_grad``)."""

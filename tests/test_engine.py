@@ -437,3 +437,18 @@ def test_scenario_matches_torch(name):
             results.append("error: " + error_text(exc))
     assert results[0] == results[1]
     assert not results[0].startswith("error") or name.endswith("_error")
+
+
+def test_grad_mode_managers_are_decorators_too():
+    @gc.no_grad()
+    def doubled(t):
+        return t * 2
+
+    @gc.enable_grad()
+    def tripled(t):
+        return t * 3
+
+    x = gc.ones(2, requires_grad=True)
+    assert not doubled(x).requires_grad and gc.is_grad_enabled()
+    with gc.no_grad():
+        assert tripled(x).requires_grad and not gc.is_grad_enabled()

@@ -181,7 +181,13 @@ class _Timeout:
         if self.seconds:
             import signal
             if hasattr(signal, "SIGALRM"):
+                from .limits import DEADLINE
+                DEADLINE.expired = DEADLINE.settled = False
+
                 def expire(signum, frame):
+                    if DEADLINE.settled:  # the program has stopped: let its output be written
+                        return
+                    DEADLINE.expired = True
                     from .errors import LimitError
                     raise LimitError(f"the program ran longer than --timeout {self.seconds:g} s")
                 self._old = signal.signal(signal.SIGALRM, expire)

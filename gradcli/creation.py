@@ -245,6 +245,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a = input._backend.to_host(input._data) if isinstance(input, Tensor) else _np.asarray(input)
     b = other._backend.to_host(other._data) if isinstance(other, Tensor) else _np.asarray(other)
     try:
+        check_numel(_np.broadcast_shapes(a.shape, b.shape))  # numpy would materialise the broadcast
         return bool(_np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
     except ValueError:
         raise ShapeError(f"The size of tensor a ({a.shape}) must match the size of tensor b ({b.shape})") from None

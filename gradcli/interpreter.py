@@ -22,6 +22,7 @@ from .errors import (AutogradError, GradcliError, GradNameError, GradTypeError, 
                      UsageError)
 from .function import FUNCTIONS
 from .grad_mode import enable_grad, no_grad, set_grad_enabled, STATE as _GRAD
+from .limits import MAX_INT_DIGITS, check_int
 from .node import AccumulateGrad, Node, RemovableHandle
 from .ops.reduction import ReturnTypes
 from .tensor import Tensor
@@ -442,11 +443,11 @@ class Interpreter:
         _check_operand(a, op)
         _check_operand(b, op)
         if op == "+":
-            return a + b
+            return check_int(a + b)
         if op == "-":
-            return a - b
+            return check_int(a - b)
         if op == "*":
-            return a * b
+            return check_int(a * b)
         if op == "/":
             if not isinstance(a, Tensor) and not isinstance(b, Tensor) and b == 0:
                 return math.copysign(math.inf, a) if a else math.nan
@@ -601,12 +602,19 @@ def _check_operand(v, op, allow_none=False):
 
 
 def _scalar_pow(a, b):
-    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and b * math.log2(abs(a)) > 4096:
-        raise LimitError(f"{a} ** {b} is too large a number")
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and b * math.log10(abs(a)) >= MAX_INT_DIGITS:
+        raise LimitError(f"{_int_text(a)} ** {_int_text(b)} has more than {MAX_INT_DIGITS:,} digits",
+                         hint="integers are exact in the language: use floats (2.0 ** 1000 rather than "
+                              "2 ** 1000) for approximate values")
     try:
-        return a ** b
+        return check_int(a ** b)
     except ZeroDivisionError:
         return math.inf
+
+
+def _int_text(v) -> str:
+    text = repr(v) if not isinstance(v, int) or -10 ** 30 < v < 10 ** 30 else f"<{len(str(abs(v)))}-digit integer>"
+    return f"({text})" if text.startswith("-") else text
 
 
 def _is_print(stmt) -> bool:

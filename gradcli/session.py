@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass, field
 
 from .errors import GradcliError, GradSyntaxError, UsageError
+from .limits import DEADLINE
 
 
 
@@ -244,7 +245,10 @@ def execute(interp, decls, program):
             err.message = f"in {d.flag} {d.text}: {err.message}"
             err.line = err.column = None
             raise
-    return _with_numpy_quiet(lambda: interp.run(program))
+    result = _with_numpy_quiet(lambda: interp.run(program))
+    if DEADLINE.expired:  # --timeout stopped the program: no further ticks while its output is written
+        DEADLINE.settled = True
+    return result
 
 
 def check_program_size(program) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from ..backend import NUMPY as _NUMPY, backend_of_array
 from ..errors import GradTypeError, ShapeError
 from ..function import apply, function
+from ..limits import check_numel
 from ..node import define_node
 from ..tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze
@@ -24,7 +26,7 @@ SliceBackward0 = define_node("SliceBackward0", attrs=("key",),
                              forward=lambda xp, x, key: x[key])
 IndexBackward0 = define_node("IndexBackward0", attrs=("key",),
                              self="F.embed(grad, self_sizes, key, True)",
-                             forward=lambda xp, x, key: x[key])
+                             forward=lambda xp, x, key: _gather(xp, x, key))
 # Double backward of indexing: place a gradient into zeros; its own backward indexes again.
 SliceBackwardBackward0 = define_node("SliceBackwardBackward0", attrs=("shape", "key"),
                                      self="F.take(grad, key)",
@@ -34,15 +36,18 @@ IndexPutBackward0 = define_node("IndexPutBackward0", attrs=("shape", "key"),
                                 forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, True))
 
 
+def _gather(xp, x, key):
+    """``x[key]`` for advanced indexing: NumPy directly, other namespaces through their backend."""
+    if xp is _NUMPY.xp:
+        return x[key]
+    return backend_of_array(x).gather(x, key)
+
+
 def _embed(xp, g, shape, key, accumulate):
-    from ..backend import NUMPY
     out = xp.zeros(shape, dtype=g.dtype)
-    if accumulate:
-        if xp is NUMPY.xp:
-            NUMPY.xp.add.at(out, key, g)
-            return out
-        from ..backend import get_backend
-        raise GradTypeError("double backward through advanced indexing is only supported on the CPU")
+    if accumulate:  # repeated indices add up (index_put_ with accumulate=True)
+        result = backend_of_array(g).scatter_add(out, key, g)
+        return out if result is None else result
     out[key] = g
     return out
 
@@ -115,6 +120,7 @@ def getitem(x: Tensor, key):
             raise GradTypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                                 f"Variables are valid indices (got {type(item).__name__})")
     if advanced:
+        _check_index_size(out.shape, advanced)
         full = [slice(None)] * out.ndim
         for dim, arr in reversed(advanced):
             span = 1 if arr.dtype != bool else arr.ndim
@@ -123,6 +129,30 @@ def getitem(x: Tensor, key):
     if not recorded:
         return apply(AliasBackward0, (out,))
     return out
+
+
+def _check_index_size(shape, advanced) -> None:
+    """The result of advanced indexing must fit the element limit: checked before numpy gathers
+    (``x[zeros(10000, 10000, dtype=long)]`` on a (1, 10000) tensor would have 10**12 elements)."""
+    index_shapes, consumed = [], set()
+    for dim, arr in advanced:
+        if arr.dtype == bool:
+            index_shapes.append((int(arr.sum()),))
+            consumed.update(range(dim, dim + arr.ndim))
+        else:
+            index_shapes.append(tuple(arr.shape))
+            consumed.add(dim)
+    out = []
+    for i in range(1, max(len(s) for s in index_shapes) + 1):
+        size = 1
+        for s in index_shapes:
+            d = s[-i] if i <= len(s) else 1
+            if d != 1:
+                if size != 1 and d != size:
+                    return  # the indices do not broadcast: numpy reports it
+                size = d
+        out.append(size)
+    check_numel(out + [n for i, n in enumerate(shape) if i not in consumed])
 
 
 def _select(x, dim, index, position=None):

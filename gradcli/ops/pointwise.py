@@ -290,6 +290,11 @@ def clamp(input, min=None, max=None):
         lo = None if min is None else as_tensor_arg(min, input)
         hi = None if max is None else as_tensor_arg(max, input)
         operands = [t for t in (input, lo, hi) if t is not None]
+        try:
+            out_shape = _broadcast_shapes(*(t.shape for t in operands))
+        except ShapeError:  # numpy reports the mismatch below
+            out_shape = ()
+        check_numel(out_shape)
         target = _dt.result_type(operands)  # a 0-d bound does not widen input's dtype, as torch
         if any(t.dtype.name != target for t in operands):
             dt = input._backend.dtype(target)
@@ -417,6 +422,8 @@ ne = _comparison("ne", "!=", lambda a, b: a != b)
 def _bool_op(name, symbol, fn_name):
     def op(input, other):
         xp = input._backend.xp
+        if other.__class__ is Tensor and other.shape != input.shape:
+            _check_broadcast(input.shape, other.shape)
         b = other._data if other.__class__ is Tensor else other
         return Tensor._make(getattr(xp, fn_name)(input._data, b), input._backend)
     op.__name__ = name

@@ -22,7 +22,7 @@ _NP_SCALAR = _np.generic
 class Backend:
     """An array namespace plus the operations the array API does not provide."""
 
-    __slots__ = ("name", "xp", "device_type", "index", "_dtypes")
+    __slots__ = ("name", "xp", "device_type", "index", "_dtypes", "native")
 
     def __init__(self, name: str, xp, device_type: str = "cpu", index: int | None = None):
         self.name = name               # "cpu", "cuda:0", "array_api_strict"
@@ -30,6 +30,9 @@ class Backend:
         self.device_type = device_type
         self.index = index
         self._dtypes = {}
+        # NumPy and CuPy index with arrays and slices mixed, and have scatter-add; a bare
+        # array-API namespace need not: those two go through the host there (correct, not fast)
+        self.native = xp is _np or device_type == "cuda"
 
     # -- dtypes ---------------------------------------------------------------
     def dtype(self, name: str):
@@ -67,6 +70,14 @@ class Backend:
             return array
         return self.xp.asarray(array)
 
+    def gather(self, array, key):
+        """``array[key]`` with NumPy's advanced indexing (integer arrays and masks mixed with
+        slices), which the array API specifies only for integer arrays alone."""
+        if self.native:
+            return array[key]
+        host = _np.asarray(self.to_host(array))[_host_index(self, key)]
+        return self.from_host(_np.ascontiguousarray(host))
+
     def scatter_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating (index_put_ with accumulate)."""
         xp = self.xp
@@ -99,12 +110,30 @@ def _host_index(backend: Backend, index):
 
 
 def _dtype_name(dt) -> str:
-    name = getattr(dt, "name", None) or str(dt)
+    # numpy/cupy dtypes have .name; array-API namespaces may only print as "array_api_strict.float32"
+    name = getattr(dt, "name", None) or str(dt).rpartition(".")[2]
     return "bool" if name == "bool_" else name
 
 
 NUMPY = Backend("cpu", _np)
 _cache: dict[str, Backend] = {"cpu": NUMPY}
+# True once a second backend exists: a graph may then span devices (x.cuda() records
+# ToCopyBackward0), so the engine picks the array math per node instead of once per walk.
+SEVERAL = [False]
+
+
+def backend_of_array(array) -> Backend:
+    """The backend a bare array belongs to (gradients travel through backward as bare arrays)."""
+    if array.__class__ is _np.ndarray or isinstance(array, (_np.ndarray, _NP_SCALAR)):
+        return NUMPY
+    device = getattr(array, "device", None)
+    if type(array).__module__.startswith("cupy"):
+        return get_backend(f"cuda:{device.id}")
+    namespace = array.__array_namespace__()
+    for backend in list(_cache.values()):
+        if backend.xp is namespace:
+            return backend
+    raise TypeError(f"no gradcli backend for arrays of type {type(array).__name__}")
 
 
 def get_backend(device: str | None) -> Backend:
@@ -126,6 +155,7 @@ def get_backend(device: str | None) -> Backend:
         raise DeviceError(f"Expected one of cpu, cuda device type at start of device string: {device}",
                           hint="use --device cpu, cuda or cuda:N")
     _cache[device] = backend
+    SEVERAL[0] = True
     return backend
 
 

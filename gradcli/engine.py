@@ -19,7 +19,7 @@ import gc as _gc
 import sys as _sys
 from heapq import heappop, heappush
 
-from .backend import NUMPY
+from .backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
 from .errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
 from .math import math_for
@@ -63,9 +63,7 @@ def _check_nan(node, grads) -> None:
         if g is None:
             continue
         data = g._data if isinstance(g, Tensor) else g
-        xp = g._backend.xp if isinstance(g, Tensor) else None
-        if xp is None:
-            import numpy as xp
+        xp = g._backend.xp if isinstance(g, Tensor) else _backend_of_array(g).xp
         if bool(xp.any(xp.isnan(data))):
             # torch's wording, "0th" included
             raise AutogradError(f"Function '{node.name()}' returned nan values in its {i}th output.")
@@ -158,7 +156,7 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
     if create_graph:
         return g
     data = g._data
-    return data if data.dtype == t._data.dtype else data.astype(t._data.dtype)
+    return data if data.dtype == t._data.dtype else backend.xp.astype(data, t._data.dtype)
 
 
 # -- the walk -------------------------------------------------------------------------------
@@ -268,6 +266,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
 
     backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
     F = None
+    several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
     anomaly = ANOMALY.enabled
     in_place = not create_graph
     pop = buffers.pop
@@ -303,7 +302,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if g is None:
                     grads = None
                 else:
-                    if F is None:
+                    if F is None or several:
                         F = math_for(create_graph, _backend_of(node, g, backend))
                     grads = node.apply(g, F, create_graph)
                     g = None
@@ -362,12 +361,7 @@ def _backend_of(node, g, fallback):
     backend = getattr(g, "_backend", None)
     if backend is not None:
         return backend
-    if fallback is not None:
-        return fallback
-    from .backend import NUMPY, get_backend
-    if type(g).__module__.startswith("numpy"):
-        return NUMPY
-    return node._result_backend()
+    return _backend_of_array(g)
 
 
 def _as_tensor(g, create_graph: bool, backend=None):
@@ -404,23 +398,17 @@ def _type_name(t: Tensor) -> str:
 
 
 def _array_backend(g):
-    from .backend import NUMPY, get_backend
     backend = getattr(g, "_backend", None)
     if backend is not None:
         return backend
-    mod = type(g).__module__
-    if mod.startswith("numpy"):
-        return NUMPY
-    if mod.startswith("cupy"):
-        return get_backend(f"cuda:{g.device.id}")
-    return get_backend("array_api_strict")
+    return _backend_of_array(g)
 
 
 def _retain(ref, g, create_graph: bool) -> None:
     t = ref()
     if t is None:
         return
-    new = g if create_graph else Tensor._make(g.copy(), t._backend)
+    new = g if create_graph else Tensor._make(t._backend.xp.asarray(g, copy=True), t._backend)
     if t._grad is None:
         t._grad = new if not create_graph else g
     else:

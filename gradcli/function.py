@@ -25,8 +25,12 @@ _ndarray = _ndarray_type
 
 
 def _devices_differ(a, b):
+    """torch's TensorIterator message: the first non-CPU device among the operands comes first
+    (``cpu + cuda`` and ``cuda + cpu`` both say "cuda:0 and cpu")."""
+    if a.device_type == "cpu" and b.device_type != "cpu":
+        a, b = b, a
     return DeviceError(f"Expected all tensors to be on the same device, but found at least two devices, "
-                       f"{b.name} and {a.name}!")
+                       f"{a.name} and {b.name}!")
 
 
 def apply(cls, inputs, attrs=(), arrays=None):

@@ -114,7 +114,7 @@ class ArrayMath:
     def outer(self, a, b): return self.xp.reshape(a, (-1, 1)) * self.xp.reshape(b, (1, -1))
 
     # indexing
-    def take(self, x, key): return x[key]
+    def take(self, x, key): return self.backend.gather(x, key)
 
     def embed(self, grad, shape, key, accumulate: bool):
         """Zeros of ``shape`` with ``grad`` placed at ``key`` (the backward of indexing)."""
@@ -231,7 +231,7 @@ _cache: dict = {}
 
 
 def math_for(differentiable: bool, backend):
-    key = (differentiable, backend.name)
+    key = (differentiable, backend)
     F = _cache.get(key)
     if F is None:
         F = _cache[key] = (TensorMath if differentiable else ArrayMath)(backend)

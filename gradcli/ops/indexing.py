@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..backend import NUMPY as _NUMPY, backend_of_array
+from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
 from ..errors import GradTypeError, ShapeError
 from ..function import apply, function
 from ..limits import check_numel
@@ -34,6 +34,15 @@ SliceBackwardBackward0 = define_node("SliceBackwardBackward0", attrs=("shape", "
 IndexPutBackward0 = define_node("IndexPutBackward0", attrs=("shape", "key"),
                                 self="F.take(grad, key)",
                                 forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, True))
+
+
+def _rest(dim, ndim):
+    """A key's tail after ``dim``: the array API indexes with full keys only (NumPy pads them)."""
+    return (Ellipsis,) if dim + 1 < ndim else ()
+
+
+def _is_mask(arr) -> bool:
+    return _dtype_name(arr.dtype) == "bool"
 
 
 def _gather(xp, x, key):
@@ -61,7 +70,7 @@ def index_with_key(x, key):
 
 
 def narrow(x, dim, start, length):
-    key = (slice(None),) * dim + (slice(start, start + length),)
+    key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, x.ndim)
     return apply(SliceBackward0, (x,), (key,))
 
 
@@ -123,7 +132,7 @@ def getitem(x: Tensor, key):
         _check_index_size(out.shape, advanced)
         full = [slice(None)] * out.ndim
         for dim, arr in reversed(advanced):
-            span = 1 if arr.dtype != bool else arr.ndim
+            span = arr.ndim if _is_mask(arr) else 1
             full[dim:dim + span] = [arr]
         return apply(IndexBackward0, (out,), (tuple(full),))
     if not recorded:
@@ -136,8 +145,8 @@ def _check_index_size(shape, advanced) -> None:
     (``x[zeros(10000, 10000, dtype=long)]`` on a (1, 10000) tensor would have 10**12 elements)."""
     index_shapes, consumed = [], set()
     for dim, arr in advanced:
-        if arr.dtype == bool:
-            index_shapes.append((int(arr.sum()),))
+        if _is_mask(arr):
+            index_shapes.append((int(backend_of_array(arr).xp.count_nonzero(arr)),))
             consumed.update(range(dim, dim + arr.ndim))
         else:
             index_shapes.append(tuple(arr.shape))
@@ -163,7 +172,7 @@ def _select(x, dim, index, position=None):
     if not -size <= index < size:
         raise ShapeError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
                          f"with size {size}")
-    return apply(SelectBackward0, (x,), ((slice(None),) * dim + (index % size,),))
+    return apply(SelectBackward0, (x,), ((slice(None),) * dim + (index % size,) + _rest(dim, x.ndim),))
 
 
 def _slice(x, dim, item):
@@ -174,7 +183,7 @@ def _slice(x, dim, item):
     for part in (item.start, item.stop, item.step):
         if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
             raise GradTypeError("slice indices must be integers or None")
-    return apply(SliceBackward0, (x,), ((slice(None),) * dim + (item,),))
+    return apply(SliceBackward0, (x,), ((slice(None),) * dim + (item,) + _rest(dim, x.ndim),))
 
 
 def _index_array(x, item):

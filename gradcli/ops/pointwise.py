@@ -11,7 +11,7 @@ import operator as _op
 
 from .. import dtypes as _dt
 from ..errors import AutogradError, ShapeError, GradTypeError
-from ..function import apply, apply2, as_tensor_arg, function, record2
+from ..function import _devices_differ, apply, apply2, as_tensor_arg, function, record2
 from ..grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..node import define_node, formula_helpers
@@ -68,6 +68,8 @@ def _operands(a, b, name: str):
     """
     ta, tb = a.__class__ is Tensor, b.__class__ is Tensor
     if ta and tb:
+        if a._backend is not b._backend:
+            raise _devices_differ(a._backend, b._backend)
         da, db = a._data, b._data
         if da.shape != db.shape:
             _check_broadcast(da.shape, db.shape)

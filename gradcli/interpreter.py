@@ -31,13 +31,23 @@ from .tensor import Tensor
 class UserFunction:
     """A ``lambda NAME: expr`` from the program; calling it evaluates the body in the interpreter."""
 
-    __slots__ = ("param", "body", "interp")
+    __slots__ = ("param", "body", "interp", "scope")
 
-    def __init__(self, param: str, body, interp: "Interpreter"):
-        self.param, self.body, self.interp = param, body, interp
+    def __init__(self, param: str, body, interp: "Interpreter", scope=None):
+        # scope: the enclosing lambda's parameters, so that ``lambda a: lambda b: a * b`` works
+        self.param, self.body, self.interp, self.scope = param, body, interp, scope
 
-    def __call__(self, arg):
-        return self.interp.evaluate(self.body, {self.param: arg})
+    def __call__(self, *args, **kwargs):
+        if kwargs and (args or set(kwargs) != {self.param}):
+            bad = next((k for k in kwargs if k != self.param), self.param)
+            raise GradTypeError(f"<lambda>() got an unexpected keyword argument '{bad}'" if bad != self.param
+                                else f"<lambda>() got multiple values for argument '{bad}'")
+        if len(args) + len(kwargs) != 1:
+            raise GradTypeError(f"<lambda>() takes 1 positional argument but {len(args)} were given" if args
+                                else f"<lambda>() missing 1 required positional argument: '{self.param}'")
+        scope = dict(self.scope) if self.scope else {}
+        scope[self.param] = args[0] if args else kwargs[self.param]
+        return self.interp.evaluate(self.body, scope)
 
     def __repr__(self) -> str:
         return f"<lambda {self.param}>"
@@ -54,6 +64,16 @@ TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
 TENSOR_METHODS = {name: getattr(Tensor, name) for name in _TENSOR_METHODS}
 TENSOR_METHODS.update({name: info.fn for name, info in FUNCTIONS.items() if info.method is True})
 TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
+
+
+def register_hook(self, hook):
+    # Only the program's own lambdas are hooks: anything else would fail inside backward.
+    if self.requires_grad and not isinstance(hook, UserFunction):
+        raise GradTypeError(f"register_hook expects a function such as lambda g: g * 2, not {_type_name(hook)}")
+    return Tensor.register_hook(self, hook)
+
+
+TENSOR_METHODS["register_hook"] = register_hook
 
 NODE_ATTRS = {"next_functions": operator.attrgetter("next_functions"),
               "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable")}
@@ -348,7 +368,7 @@ class Interpreter:
                 elif cls is S.EllipsisLit:
                     values.append(Ellipsis)
                 elif cls is S.Lambda:
-                    values.append(UserFunction(n.param, n.body, self))
+                    values.append(UserFunction(n.param, n.body, self, scope))
                 else:
                     children = self._children(n)
                     push((n, len(children)))
@@ -374,7 +394,8 @@ class Interpreter:
             except GradcliError as err:
                 raise err.at(n.line, n.column)
             except RecursionError:
-                raise LimitError("expression too deeply nested").at(n.line, n.column) from None
+                raise LimitError("maximum recursion depth exceeded: a lambda or hook that calls itself, "
+                                 "directly or through backward()").at(n.line, n.column) from None
             except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
                 raise _translate(exc).at(n.line, n.column) from None
         return values[-1]

@@ -86,3 +86,39 @@ def test_repeated_squaring_of_a_huge_integer_stops_at_the_cap():
                     "a = 10 ** 4000\na *= a"]:
         code, doc, _ = run(program)
         assert code == 3 and "more than 4,300 digits" in doc["error"]["message"], program
+
+
+def test_only_the_programs_lambdas_can_be_hooks():
+    # Anything else would only fail inside backward (it used to be an internal error there).
+    for hook, kind in [("1", "int"), ("x", "Tensor"), ("no_grad()", "no_grad"), ("x.grad_fn", "NoneType")]:
+        code, doc, _ = run(f"h = x.register_hook({hook})\nsum(x * 3)")
+        assert code == 2, hook
+        assert doc["error"]["message"] == f"register_hook expects a function such as lambda g: g * 2, not {kind}"
+    code, doc, _ = run("print")  # a builtin is not a value that can be passed around
+    assert code == 2 and doc["error"]["message"] == "'print' is a function: call it, e.g. print(...)"
+
+
+def test_lambdas_are_called_as_python_calls_them():
+    cases = {
+        "f = lambda g: g\nf(1, 2)": "<lambda>() takes 1 positional argument but 2 were given",
+        "f = lambda g: g\nf()": "<lambda>() missing 1 required positional argument: 'g'",
+        "f = lambda g: g\nf(x=1)": "<lambda>() got an unexpected keyword argument 'x'",
+        "f = lambda g: g\nf(1, g=2)": "<lambda>() got multiple values for argument 'g'",
+    }
+    for program, message in cases.items():
+        code, doc, _ = run(program)
+        assert (code, doc["error"]["message"]) == (2, message), program
+    code, doc, _ = run("f = lambda a: lambda b: a * b\nprint(f(2)(3), (lambda g: g + 1)(g=1))")
+    assert code == 0 and doc["printed"] == ["6 2"]
+
+
+def test_recursion_through_lambdas_and_hooks_is_stopped():
+    for program in ["f = lambda g: f(g)\nf(1)", "f = lambda g: g(g)\nf(f)",
+                    "y = x * 2\nh = y.register_hook(lambda g: y.backward(g, retain_graph=True))\n"
+                    "y.sum().backward(retain_graph=True)",
+                    "h = x.register_hook(lambda g: grad(sum(x * 2), [x], create_graph=True)[0])\n"
+                    "sum(x * 3).backward(create_graph=True)"]:
+        code, doc, err = run(program)
+        assert code == 3 and doc["error"]["kind"] == "limit", program
+        assert doc["error"]["message"].startswith("maximum recursion depth exceeded: a lambda or hook that calls itself")
+        assert "Traceback" not in err

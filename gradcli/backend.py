@@ -160,29 +160,54 @@ def get_backend(device: str | None) -> Backend:
 
 
 def _cuda_backend(device: str) -> Backend:
+    """CuPy on GPU ``N``; each way of not having one is its own message, saying how to fix it
+    (the message alone must do: ``--json`` shows no hint)."""
     index_text = device[len("cuda:"):]
     if not index_text.isdigit():
         raise DeviceError(f"Invalid device string: '{device}'", hint="use cuda or cuda:N with N a GPU index")
     index = int(index_text)
     try:
         import cupy
-    except Exception as exc:  # ImportError, or a broken CUDA install raising at import
+    except ModuleNotFoundError as exc:
+        if exc.name not in (None, "cupy"):  # CuPy is there, but something it imports is not
+            raise _broken_cupy(device, exc) from None
         raise DeviceError(
-            f"device '{device}' needs CuPy, which is not installed ({type(exc).__name__}: {exc})",
-            hint="install the GPU extra: pip install 'gradcli[gpu]' (CuPy for CUDA 12), or use --device cpu",
+            f"CuPy is not installed, and device '{device}' needs it: pip install 'gradcli[gpu]' "
+            f"(CuPy for CUDA 12), or use --device cpu",
+            hint="pip install 'gradcli[gpu]' installs cupy-cuda12x; for another CUDA version install "
+                 "the matching cupy-cudaXXx package",
         ) from None
+    except Exception as exc:  # a broken CUDA install raising at import (missing libcudart...)
+        raise _broken_cupy(device, exc) from None
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:
-        raise DeviceError(
-            f"device '{device}' is not available: no CUDA driver or GPU found ({exc})",
-            hint="run on a machine with an NVIDIA GPU and driver, or use --device cpu",
-        ) from None
+    except Exception as exc:  # CUDARuntimeError: no driver, driver too old, no device
+        text = f"{type(exc).__name__}: {exc}"
+        if "NoDevice" in text or "no CUDA-capable device" in text:
+            what = "no CUDA GPU was found"
+            fix = "run on a machine with an NVIDIA GPU, or use --device cpu"
+        elif "Driver" in text or "driver" in text:
+            what = "the NVIDIA driver is missing or too old for this CuPy"
+            fix = "install or update the NVIDIA driver (nvidia-smi should list the GPU), or use --device cpu"
+        else:
+            what = "CUDA could not be initialised"
+            fix = "check that nvidia-smi lists the GPU, or use --device cpu"
+        raise DeviceError(f"device '{device}' is not available: {what} ({text}): {fix}", hint=fix) from None
+    if count == 0:
+        fix = "run on a machine with an NVIDIA GPU, or use --device cpu"
+        raise DeviceError(f"device '{device}' is not available: no CUDA GPU was found: {fix}", hint=fix)
     if index >= count:
+        names = ", ".join(f"cuda:{i}" for i in range(count))
+        fix = f"use {names}, or --device cpu"
         raise DeviceError(
-            f"device '{device}' is not available: this machine has {count} CUDA device(s)",
-            hint=f"use an index below {count}, or --device cpu",
-        )
-
+            f"device '{device}' does not exist: this machine has {count} CUDA device{'s' if count > 1 else ''} "
+            f"({names}): {fix}", hint=fix)
     cupy.cuda.Device(index).use()
     return Backend(f"cuda:{index}", cupy, "cuda", index)
+
+
+def _broken_cupy(device: str, exc: BaseException) -> DeviceError:
+    fix = ("reinstall the CuPy build that matches your CUDA version (pip install 'gradcli[gpu]' is for "
+           "CUDA 12), or use --device cpu")
+    return DeviceError(f"CuPy is installed but failed to import, so device '{device}' cannot be used "
+                       f"({type(exc).__name__}: {exc}): {fix}", hint=fix)

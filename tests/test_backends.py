@@ -14,6 +14,7 @@ device exists; it skips cleanly otherwise.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -171,6 +172,8 @@ CASES = {
     "flatten": (lambda a: gc.flatten(a, 1), [((2, 3, 2), *R)]),
     "cat": (lambda a, b: gc.cat([a, b, a], 1), [((2, 3), *R), ((2, 1), *R)]),
     "stack": (lambda a, b: gc.stack([a, b], -1), [((2, 3), *R), ((2, 3), *R)]),
+    "cat_mixed_dtypes": (lambda a, b: gc.cat([a, b.float()]) * 2, [((2, 3), *R), ((1, 3), *R)]),
+    "stack_scalars_mixed_dtypes": (lambda a: gc.stack([a.sum(), a[0].float(), a[1]]), [((2,), *R)]),
     "clone": (lambda a: gc.clone(a) * a, [((2, 3), *R)]),
     "to_float32_and_back": (lambda a: (a.to(gc.float32) * 2).double(), [((3,), *R)]),
     # indexing, including repeated integer indices (backward accumulates: scatter-add)
@@ -404,3 +407,46 @@ def test_creation_functions_on_the_device(device):
     gc.manual_seed(0)
     assert on_device == gc.rand(3).tolist()  # the same draws as on the CPU
     assert gc.allclose(gc.ones(2, device=device), gc.ones(2, device=device))
+
+
+# -- the command line on the second backend ------------------------------------------------------------
+
+def _cli(capsys, *args):
+    from gradcli.cli import main
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.grad"))
+
+
+def _devices_named_cpu(doc):
+    doc["device"] = "cpu"
+    for v in doc.get("variables", []):
+        v["device"] = "cpu"
+    return doc
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+def test_example_programs_give_the_same_document(device, path, capsys):
+    """Every example program (interpreter, hooks, retain_graph, printing) on the device: the same
+    table and the same JSON document as on the CPU, but for the device names."""
+    import json
+    want = _cli(capsys, "eval", "-f", str(path), "--seed", "3", "--json")
+    got = _cli(capsys, "eval", "-f", str(path), "--seed", "3", "--json", "--device", device)
+    assert got[0] == want[0]
+    assert _devices_named_cpu(json.loads(got[1])) == json.loads(want[1])
+    table = _cli(capsys, "eval", "-f", str(path), "--seed", "3", "--device", device)
+    assert table[0] == want[0] and table[1] == _cli(capsys, "eval", "-f", str(path), "--seed", "3")[1]
+
+
+@pytest.mark.parametrize("program, code", [
+    ("sum(sin(x) * x + x ** 3) + logsumexp(x, 0) + sum(x[[0, 0, 1]])", 0),
+    ("h = x.register_hook(lambda g: g * 2)\nsum(x * x)", 1),
+])
+def test_check_on_the_device(device, program, code, capsys):
+    got = _cli(capsys, "check", program, "-g", "x=randn(4)", "--seed", "0", "--device", device)
+    want = _cli(capsys, "check", program, "-g", "x=randn(4)", "--seed", "0")
+    assert got[0] == want[0] == code
+    assert got[1] == want[1]

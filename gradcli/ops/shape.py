@@ -376,8 +376,8 @@ def _tensor_list(tensors, name):
 def _promoted(tensors):
     """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
     (None when all already share one)."""
-    target = _dt.result_type([Tensor._make(t._data.reshape((1,)) if t.ndim == 0 else t._data, t._backend)
-                              for t in tensors])
+    target = _dt.result_type([Tensor._make(t._backend.xp.reshape(t._data, (1,)) if t.ndim == 0 else t._data,
+                                           t._backend) for t in tensors])
     if all(t.dtype.name == target for t in tensors):
         return [t._data for t in tensors], None
     backend = tensors[0]._backend

@@ -1,0 +1,336 @@
+"""Choosing a device: ``--device cuda`` / ``cuda:N`` / ``GRADCLI_DEVICE``, each way of not having a
+GPU (exit 3 with a message saying which and how to fix it), and CUDA tensors as torch shows them.
+
+No test here needs a GPU: CuPy is replaced by fake modules (a missing package, a broken install,
+a runtime with no driver, no device or too few devices, and a working "CuPy" that computes with
+NumPy) so that the CUDA side of the seam runs on any machine. The last tests use the real CuPy
+and are marked ``gpu``; they skip cleanly without one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli import backend as backend_mod
+from gradcli import creation
+from gradcli.errors import DeviceError, GradTypeError
+from helpers import clean_engine_state  # noqa: F401
+
+
+@pytest.fixture(autouse=True)
+def fresh_backends(monkeypatch):
+    """Each test starts with only the CPU backend known, and leaves the real ones behind it."""
+    monkeypatch.setattr(backend_mod, "_cache", {"cpu": backend_mod.NUMPY})
+    monkeypatch.delenv("GRADCLI_DEVICE", raising=False)
+    several, default = backend_mod.SEVERAL[0], creation.DEFAULT_DEVICE[0]
+    creation.DEFAULT_DEVICE[0] = "cpu"
+    yield
+    backend_mod.SEVERAL[0], creation.DEFAULT_DEVICE[0] = several, default
+
+
+class CUDARuntimeError(RuntimeError):
+    pass
+
+
+def fake_cupy(count=1, error=None):
+    """A stand-in for CuPy: NumPy's functions, plus the CUDA runtime calls the backend makes."""
+    cupy = types.ModuleType("cupy")
+    cupy.__getattr__ = lambda name: getattr(np, name)  # module __getattr__ (PEP 562): xp.exp is np.exp
+    cupy.asnumpy = lambda a: np.asarray(a)
+    calls = []
+
+    def get_device_count():
+        if error is not None:
+            raise error
+        return count
+
+    class Device:
+        def __init__(self, index):
+            self.index = index
+
+        def use(self):
+            calls.append(("use", self.index))
+
+    class Stream:
+        def synchronize(self):
+            calls.append(("synchronize",))
+
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=get_device_count),
+                                      Device=Device, get_current_stream=Stream)
+    cupy.calls = calls
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add = lambda target, index, values: np.add.at(target, index, values)
+    return cupy, cupyx
+
+
+def install(monkeypatch, cupy, cupyx=None):
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    if cupyx is not None:
+        monkeypatch.setitem(sys.modules, "cupyx", cupyx)
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """A working one-GPU "CuPy"."""
+    cupy, cupyx = fake_cupy(count=2)
+    install(monkeypatch, cupy, cupyx)
+    return cupy
+
+
+def run(capsys, *args):
+    from gradcli.cli import main
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- each way of not having a GPU: exit 3, which one, and how to fix it ------------------------------
+
+def test_no_cupy(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ModuleNotFoundError
+    with pytest.raises(DeviceError) as info:
+        gc.tensor([1.0], device="cuda")
+    assert info.value.exit_code == 3
+    assert str(info.value) == ("CuPy is not installed, and device 'cuda:0' needs it: pip install 'gradcli[gpu]' "
+                               "(CuPy for CUDA 12), or use --device cpu")
+    code, out, err = run(capsys, "eval", "x * 2", "-l", "x=ones(2)", "--device", "cuda")
+    assert code == 3 and out == ""
+    assert err.startswith("error: CuPy is not installed") and "pip install 'gradcli[gpu]'" in err
+    assert "Traceback" not in err
+
+
+def test_no_cupy_json(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    code, out, _ = run(capsys, "eval", "1", "--device", "cuda:1", "--json")
+    doc = json.loads(out)
+    assert code == 3 and doc["error"]["kind"] == "device" and doc["device"] == "cuda:1"
+    assert "pip install 'gradcli[gpu]'" in doc["error"]["message"]
+
+
+def test_broken_cupy_install(monkeypatch):
+    class Finder:  # CuPy is there, but its CUDA libraries are not
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == "cupy":
+                raise ImportError("libcudart.so.12: cannot open shared object file: No such file or directory")
+            return None
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Finder()] + sys.meta_path)
+    with pytest.raises(DeviceError, match=r"^CuPy is installed but failed to import, so device 'cuda:0' cannot be "
+                                          r"used \(ImportError: libcudart.so.12: cannot open shared object file"):
+        gc.ones(2, device="cuda")
+
+
+def test_cupy_missing_a_dependency_is_not_reported_as_missing_cupy(monkeypatch):
+    class Finder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name == "cupy":
+                raise ModuleNotFoundError("No module named 'fastrlock'", name="fastrlock")
+            return None
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Finder()] + sys.meta_path)
+    with pytest.raises(DeviceError, match="CuPy is installed but failed to import, .*fastrlock"):
+        gc.ones(2, device="cuda")
+
+
+@pytest.mark.parametrize("error, what", [
+    (CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"),
+     "the NVIDIA driver is missing or too old for this CuPy"),
+    (CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected"), "no CUDA GPU was found"),
+    (CUDARuntimeError("cudaErrorUnknown: unknown error"), "CUDA could not be initialised"),
+])
+def test_no_driver_or_no_device(monkeypatch, capsys, error, what):
+    install(monkeypatch, fake_cupy(error=error)[0])
+    with pytest.raises(DeviceError) as info:
+        gc.ones(2, device="cuda")
+    message = str(info.value)
+    assert message.startswith(f"device 'cuda:0' is not available: {what} (CUDARuntimeError: {error})")
+    assert message.endswith("or use --device cpu")
+    code, _, err = run(capsys, "eval", "1", "--device", "cuda")
+    assert code == 3 and f"error: device 'cuda:0' is not available: {what}" in err
+
+
+def test_zero_devices(monkeypatch):
+    install(monkeypatch, fake_cupy(count=0)[0])
+    with pytest.raises(DeviceError, match=r"^device 'cuda:0' is not available: no CUDA GPU was found: run on a "
+                                          r"machine with an NVIDIA GPU, or use --device cpu$"):
+        gc.ones(2, device="cuda:0")
+
+
+def test_bad_index(monkeypatch, capsys):
+    install(monkeypatch, fake_cupy(count=2)[0])
+    with pytest.raises(DeviceError) as info:
+        gc.ones(2, device="cuda:2")
+    assert str(info.value) == ("device 'cuda:2' does not exist: this machine has 2 CUDA devices (cuda:0, cuda:1): "
+                               "use cuda:0, cuda:1, or --device cpu")
+    install(monkeypatch, fake_cupy(count=1)[0])
+    code, _, err = run(capsys, "eval", "1", "--device", "cuda:7")
+    assert code == 3 and "error: device 'cuda:7' does not exist: this machine has 1 CUDA device (cuda:0)" in err
+
+
+@pytest.mark.parametrize("device, message", [
+    ("cuda:x", "Invalid device string: 'cuda:x'"),
+    ("cuda:-1", "Invalid device string: 'cuda:-1'"),
+    ("tpu", "Expected one of cpu, cuda device type at start of device string: tpu"),
+])
+def test_malformed_device_strings(device, message, capsys):
+    with pytest.raises(DeviceError) as info:
+        gc.ones(1, device=device)
+    assert str(info.value) == message
+    code, _, err = run(capsys, "eval", "1", "--device", device)
+    assert code == 3 and f"error: {message}" in err
+
+
+def test_cupy_is_imported_only_for_a_cuda_device(capsys):
+    import subprocess
+    code = ("import sys, gradcli, gradcli.cli; gradcli.cli.main(['eval', 'sum(x * 2)', '-l', 'x=ones(3)']); "
+            "sys.exit('cupy' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_environment_variable_chooses_the_device(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    monkeypatch.setenv("GRADCLI_DEVICE", "cuda")
+    code, _, err = run(capsys, "eval", "1")
+    assert code == 3 and "CuPy is not installed" in err
+    code, out, _ = run(capsys, "eval", "1", "--device", "cpu")  # the option wins over the variable
+    assert code == 0
+
+
+# -- CUDA tensors as torch shows them (a working fake CuPy) --------------------------------------------
+
+def test_backend_and_device_objects(gpu):
+    b = backend_mod.get_backend("cuda")
+    assert b is backend_mod.get_backend("cuda:0") and b.name == "cuda:0" and b.device_type == "cuda"
+    assert ("use", 0) in gpu.calls
+    x = gc.tensor([1.0, 2.0], device="cuda")
+    assert repr(x.device) == "device(type='cuda', index=0)" and str(x.device) == "cuda:0"
+    assert x.is_cuda and not gc.tensor([1.0]).is_cuda
+    b.synchronize()
+    assert gpu.calls[-1] == ("synchronize",)
+    backend_mod.NUMPY.synchronize()  # nothing to wait for on the CPU
+    assert backend_mod.get_backend("cuda:1").index == 1
+
+
+def test_reprs_show_the_device_as_torch(gpu):
+    # the exact strings torch prints for CUDA tensors
+    x = gc.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    assert repr(x) == "tensor([1., 2.], device='cuda:0', requires_grad=True)"
+    assert repr(x * 2) == "tensor([2., 4.], device='cuda:0', grad_fn=<MulBackward0>)"
+    assert repr(gc.tensor([1, 2], device="cuda:1")) == "tensor([1, 2], device='cuda:1')"
+    assert repr(gc.zeros(0, 3, device="cuda")) == "tensor([], device='cuda:0', size=(0, 3))"
+    assert repr(gc.tensor(2.5, dtype=gc.float64, device="cuda")) == \
+        "tensor(2.5000, device='cuda:0', dtype=torch.float64)"
+    assert repr(x.cpu()) == "tensor([1., 2.], grad_fn=<ToCopyBackward0>)"
+
+
+def test_moves_record_tocopy_and_gradients_come_back(gpu):
+    x = gc.tensor([1.0, 2.0, 3.0], requires_grad=True)  # CPU leaf
+    w = gc.tensor([0.5, -1.0, 2.0], device="cuda", requires_grad=True)  # CUDA leaf
+    for moved in (x.cuda(), x.to("cuda"), x.to("cuda:0"), x.cuda(0), x.to(w)):
+        assert moved.grad_fn.name() == "ToCopyBackward0" and str(moved.device) == "cuda:0"
+    y = (gc.exp(x.cuda()) * w).sum()
+    z = y.cpu() * 2
+    assert z.grad_fn.name() == "MulBackward0" and z.grad_fn.next_functions[0][0].name() == "ToCopyBackward0"
+    z.backward()
+    assert str(x.grad.device) == "cpu" and str(w.grad.device) == "cuda:0"
+    v = np.array([1.0, 2.0, 3.0], dtype=np.float32)
+    np.testing.assert_allclose(x.grad.tolist(), 2 * np.exp(v) * [0.5, -1.0, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(w.grad.tolist(), 2 * np.exp(v), rtol=1e-6)
+
+
+def test_move_under_create_graph(gpu):
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    y = (x.cuda() ** 3).sum()
+    (g,) = gc.autograd.grad(y, x, create_graph=True)
+    assert str(g.device) == "cpu" and g.grad_fn is not None
+    (gg,) = gc.autograd.grad(g.sum(), x)
+    assert gg.tolist() == [6.0, 12.0]
+
+
+def test_a_move_that_is_not_one(gpu):
+    x = gc.tensor([1.0], device="cuda", requires_grad=True)
+    assert x.cuda() is x and x.to("cuda:0") is x and x.cpu().cpu().grad_fn.name() == "ToCopyBackward0"
+    assert x.to("cuda:1").grad_fn.name() == "ToCopyBackward0"
+
+
+@pytest.mark.parametrize("make", [
+    lambda a, b: a + b, lambda a, b: b + a, lambda a, b: a * b.double(), lambda a, b: gc.maximum(b, a),
+    lambda a, b: gc.where(a > 0, a, b), lambda a, b: a - b[:1],
+])
+def test_mixing_devices_says_which_as_torch(gpu, make):
+    a = gc.tensor([1.0, 2.0], device="cuda")
+    b = gc.tensor([3.0, 4.0])
+    with pytest.raises(DeviceError) as info:
+        make(a, b)
+    # torch's TensorIterator names the first non-CPU device first, whichever side it is on
+    assert str(info.value) == ("Expected all tensors to be on the same device, but found at least two devices, "
+                               "cuda:0 and cpu!")
+    assert info.value.exit_code == 3
+
+
+def test_two_gpus_do_not_mix(gpu):
+    a = gc.tensor([1.0], device="cuda:1")
+    b = gc.tensor([1.0], device="cuda:0")
+    with pytest.raises(DeviceError, match="found at least two devices, cuda:1 and cuda:0!"):
+        a + b
+
+
+def test_cuda_program_on_the_command_line(gpu, capsys):
+    code, out, _ = run(capsys, "eval", "y = x * 2\nz = sum(y[[0, 0, 1]])\nz.backward()\nprint(x.grad)",
+                       "-g", "x=ones(3)", "--device", "cuda", "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["device"] == "cuda"
+    assert {v["name"]: v["device"] for v in doc["variables"]} == {"x": "cuda:0", "y": "cuda:0", "z": "cuda:0"}
+    assert doc["printed"] == ["tensor([4., 2., 0.], device='cuda:0')"]
+    code, out, _ = run(capsys, "eval", "x * 2", "-l", "x=ones(2)", "--device", "cuda")
+    assert code == 0 and "device='cuda:0'" in out
+
+
+def test_hook_messages_name_cuda_types(gpu):
+    from gradcli.engine import _type_name
+    x = gc.tensor([1.0], device="cuda")
+    assert (_type_name(x), _type_name(x.double()), _type_name(x.cpu())) == \
+        ("torch.cuda.FloatTensor", "torch.cuda.DoubleTensor", "torch.FloatTensor")
+
+
+# -- the real thing, where there is one ------------------------------------------------------------------
+
+def _real_gpu():
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_gpu(), reason="needs CuPy and a CUDA device")
+def test_real_cuda_device(monkeypatch):
+    monkeypatch.undo()  # the real backends
+    cupy = pytest.importorskip("cupy")
+    x = gc.tensor([1.0, 2.0], device="cuda", requires_grad=True)
+    assert isinstance(x._data, cupy.ndarray)
+    assert repr(x) == "tensor([1., 2.], device='cuda:0', requires_grad=True)"
+    (gc.sin(x) * gc.exp(x) + x ** 2).mean().backward()
+    v = np.array([1.0, 2.0], dtype=np.float32)
+    np.testing.assert_allclose(x.grad.tolist(), (np.exp(v) * (np.sin(v) + np.cos(v)) + 2 * v) / 2, rtol=1e-5)
+    assert isinstance(x.grad._data, cupy.ndarray)
+    with pytest.raises(DeviceError, match="cuda:0 and cpu!"):
+        gc.tensor([1.0]) + x
+    y = gc.tensor([1.0], device="cuda", requires_grad=True)
+    y.register_hook(lambda g: g.double())
+    with pytest.raises(GradTypeError, match=r"\(was torch.cuda.FloatTensor got torch.cuda.DoubleTensor\)"):
+        (y * 2).sum().backward()
+    count = cupy.cuda.runtime.getDeviceCount()
+    with pytest.raises(DeviceError, match=f"device 'cuda:{count}' does not exist"):
+        gc.ones(1, device=f"cuda:{count}")

@@ -77,7 +77,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     targets = None
     if inputs is not None:
-        targets = [_input_node(t) for t in _as_list(inputs)]
+        inputs = _as_list(inputs) if isinstance(inputs, (Tensor, list, tuple)) else [inputs]
+        if not inputs:
+            raise GradTypeError("'inputs' argument to backward() cannot be empty.")
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise GradTypeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+        targets = [_input_node(t) for t in inputs]
     _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
 
 

@@ -550,7 +550,12 @@ class Interpreter:
         except GradcliError:
             raise
         except TypeError as exc:
-            raise GradTypeError(_clean_type_error(exc)) from None
+            raise GradTypeError(_wrong_argument(fn, args, kwargs) or _clean_type_error(exc)) from None
+        except (AttributeError, KeyError):  # an op reached into a number, None or a lambda as if a tensor
+            message = _wrong_argument(fn, args, kwargs)
+            if message is None:
+                raise
+            raise GradTypeError(message) from None
 
     def _subscript(self, obj, index):
         key = index[0] if len(index) == 1 else tuple(index)
@@ -649,6 +654,32 @@ def _display(value) -> str:
     if isinstance(value, float):
         return repr(value)
     return repr(value)
+
+
+_TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))
+_INFO_BY_FN = {info.fn: info for info in FUNCTIONS.values()}
+
+
+def _wrong_argument(fn, args, kwargs):
+    """torch's message for an op given something other than a tensor where it takes one, e.g.
+    ``mean(2.5)``: "mean(): argument 'input' (position 1) must be Tensor, not float"; or None.
+    Used once an op has failed: ops that accept numbers there (``pow(2, x)``) never get here."""
+    info = _INFO_BY_FN.get(fn)
+    if info is None:
+        return None
+    params = [p.split("=")[0].strip() for p in info.signature.split("(", 1)[1].rstrip(")").split(",")]
+    given = []
+    for position, param in enumerate(params):
+        if param.startswith("*") or position >= len(args):
+            break
+        given.append((param, position + 1, args[position]))
+    given += [(param, None, kwargs[param]) for param in params if param in kwargs]
+    wrong = [g for g in given if g[0] in _TENSOR_PARAMS and not isinstance(g[2], Tensor)]
+    if not wrong:
+        return None
+    param, position, value = next((g for g in wrong if not isinstance(g[2], (bool, int, float))), wrong[0])
+    where = "" if position is None else f" (position {position})"
+    return f"{info.name}(): argument '{param}'{where} must be Tensor, not {_type_name(value)}"
 
 
 def _clean_type_error(exc: TypeError) -> str:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gradcli.cli import main
@@ -30,7 +31,7 @@ def run_json(args):
 def assert_contract(args):
     code, out, err = run_json(args)
     assert code in (0, 1, 2, 3), (code, args, err)
-    assert "Traceback" not in err, err
+    assert "Traceback (most recent call last)" not in err, err  # (a program may well say "Traceback")
     doc = json.loads(out)  # exactly one document: json.loads fails on trailing data
     assert set(doc) >= {"version", "variables", "printed", "checks", "backward", "error"}
     if code in (2, 3):
@@ -160,6 +161,42 @@ def test_random_bytes_from_a_file(data):
 def test_deep_nesting(depth, kind):
     closing = {"(": ")", "[": "]", "-": "", "neg(": ")", "f(": ")", "lambda a: ": ""}[kind]
     assert_contract(["eval", kind * depth + "x" + closing * depth, *DECLS])
+
+
+BAD_ARGUMENTS = ["None", "2.5", "True", "'s'", "[1, 2]", "(1, 2)", "lambda g: g", "...", "x.grad_fn", "[x, x]"]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_every_function_refuses_wrong_arguments_cleanly(name):
+    # Numbers, None, lambdas, strings and lists where an op takes a tensor: a type or shape error (or a
+    # result, where torch takes a number too), never an op reaching into them as if they were tensors.
+    info = FUNCTIONS[name]
+    params = [p for p in info.signature.split("(", 1)[1].rstrip(")").split(", ") if p and p != "*"]
+    slots = min(len(params), 3)
+    for position in range(slots):
+        for bad in BAD_ARGUMENTS:
+            args = ["x"] * slots
+            args[position] = bad
+            programs = [f"{name}({', '.join(args[:k])})" for k in range(position + 1, slots + 1)]
+            if info.method and position > 0:
+                programs.append(f"x.{name}({', '.join(args[1:])})")
+            for program in programs:
+                code, doc = assert_contract(["eval", program, *DECLS])
+                if code == 2 and "must be Tensor" in doc["error"]["message"]:
+                    assert doc["error"]["message"].startswith(f"{name}(): argument '"), doc["error"]
+
+
+def test_wrong_argument_messages_are_torchs():
+    for program, message in [("mean(2.5)", "mean(): argument 'input' (position 1) must be Tensor, not float"),
+                             ("dot(x, [1, 2])", "dot(): argument 'tensor' (position 2) must be Tensor, not list"),
+                             ("detach(None)", "detach(): argument 'input' (position 1) must be Tensor, not NoneType"),
+                             ("clamp(lambda g: g, x)", "clamp(): argument 'input' (position 1) must be Tensor, not function"),
+                             ("logical_and(x, None)", "logical_and(): argument 'other' (position 2) must be Tensor, not NoneType"),
+                             ("sum(x * 2).backward(inputs=[1])",
+                              "all inputs have to be Tensors or GradientEdges, but got int"),
+                             ("sum(x * 2).backward(inputs=[])", "'inputs' argument to backward() cannot be empty.")]:
+        code, doc = assert_contract(["eval", program, *DECLS])
+        assert (code, doc["error"]["kind"], doc["error"]["message"]) == (2, "type", message)
 
 
 def test_every_command_keeps_the_contract_in_a_real_process():

@@ -424,9 +424,11 @@ ne = _comparison("ne", "!=", lambda a, b: a != b)
 def _bool_op(name, symbol, fn_name):
     def op(input, other):
         xp = input._backend.xp
-        if other.__class__ is Tensor and other.shape != input.shape:
+        if other.__class__ is not Tensor:  # torch takes no numbers here (numpy would make an object array of None)
+            raise GradTypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        if other.shape != input.shape:
             _check_broadcast(input.shape, other.shape)
-        b = other._data if other.__class__ is Tensor else other
+        b = other._data
         return Tensor._make(getattr(xp, fn_name)(input._data, b), input._backend)
     op.__name__ = name
     op.__doc__ = f"Elementwise logical {symbol} of two tensors."

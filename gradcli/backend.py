@@ -39,7 +39,8 @@ class Backend:
         """The namespace's dtype object for a gradcli dtype name."""
         dt = self._dtypes.get(name)
         if dt is None:
-            dt = self._dtypes[name] = getattr(self.xp, name)
+            # NumPy and CuPy share NumPy's dtype objects (np.bool is NumPy 2 only); others their own
+            dt = self._dtypes[name] = _np.dtype(name) if self.native else getattr(self.xp, name)
         return dt
 
     def dtype_name(self, array) -> str:
@@ -203,7 +204,57 @@ def _cuda_backend(device: str) -> Backend:
             f"device '{device}' does not exist: this machine has {count} CUDA device{'s' if count > 1 else ''} "
             f"({names}): {fix}", hint=fix)
     cupy.cuda.Device(index).use()
-    return Backend(f"cuda:{index}", cupy, "cuda", index)
+    return Backend(f"cuda:{index}", _CupyNamespace(cupy), "cuda", index)
+
+
+class _CupyNamespace:
+    """CuPy as an array-API namespace (array-api-compat's idea, only the names gradcli uses).
+
+    CuPy mirrors NumPy's main namespace; releases before NumPy 2's array-API names lack some
+    (``astype``, ``permute_dims``, ``concat``) or their keywords (``asarray(copy=)``,
+    ``var(correction=)``). Those are supplied here; everything else is CuPy's own function,
+    and arrays stay ``cupy.ndarray``.
+    """
+
+    def __init__(self, cupy):
+        self.__dict__["_cupy"] = cupy
+        for name, fallback in (("astype", _astype), ("permute_dims", None), ("concat", None)):
+            if getattr(cupy, name, None) is None:
+                self.__dict__[name] = fallback or (cupy.transpose if name == "permute_dims" else cupy.concatenate)
+
+    def __getattr__(self, name):
+        value = getattr(self._cupy, name)
+        self.__dict__[name] = value  # looked up once
+        return value
+
+    def asarray(self, obj, dtype=None, copy=None):
+        if copy:
+            return self._cupy.array(obj, dtype=dtype, copy=True)
+        return self._cupy.asarray(obj, dtype=dtype)
+
+    def reshape(self, x, shape, copy=None):
+        if copy is False:  # a view or nothing (NumPy 2's reshape(copy=False)): CuPy's shape setter says
+            view = x.view()
+            try:
+                view.shape = shape
+            except AttributeError as exc:
+                raise ValueError(str(exc)) from None
+            return view
+        out = self._cupy.reshape(x, shape)
+        return out.copy() if copy else out
+
+    def var(self, x, axis=None, correction=0, keepdims=False):
+        return self._cupy.var(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+    def std(self, x, axis=None, correction=0, keepdims=False):
+        return self._cupy.std(x, axis=axis, ddof=correction, keepdims=keepdims)
+
+    def __repr__(self):
+        return f"<array namespace for {self._cupy.__name__}>"
+
+
+def _astype(x, dtype, copy=True):
+    return x.astype(dtype, copy=copy)
 
 
 def _broken_cupy(device: str, exc: BaseException) -> DeviceError:

@@ -108,6 +108,14 @@ def _check_nested(data) -> None:
 def _filled(value, size, dtype, device, requires_grad):
     shape = _size(size)
     name = _float(dtype)
+    return _full(shape, value, name, device, requires_grad)
+
+
+def _full(shape, value, name, device, requires_grad):
+    """A constant tensor; on a GPU made there (no host buffer and no copy of 10**8 elements)."""
+    backend = get_backend(DEFAULT_DEVICE[0] if device is None else device)
+    if backend.device_type == "cuda":
+        return _finish(backend.xp.full(shape, value, dtype=backend.dtype(name)), name, device, requires_grad)
     return _finish(_np.full(shape, value, dtype=name), name, device, requires_grad)
 
 
@@ -133,7 +141,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         dtype = "bool" if isinstance(fill_value, bool) else "int64" if isinstance(fill_value, int) else None
     shape = _size(tuple(size))
     name = _float(dtype)
-    return _finish(_np.full(shape, fill_value, dtype=name), name, device, requires_grad)
+    return _full(shape, fill_value, name, device, requires_grad)
 
 
 @function("rand(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")

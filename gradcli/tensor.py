@@ -257,7 +257,10 @@ class Tensor:
 
     # -- conversion -----------------------------------------------------------------------
     def numpy(self):
-        if self._requires_grad:
+        if self._backend.device_type == "cuda":  # torch's checks, in torch's order
+            raise GradTypeError(f"can't convert {self._backend.name} device type tensor to numpy. Use Tensor.cpu() "
+                                f"to copy the tensor to host memory first.")
+        if self._requires_grad and _GRAD.enabled:  # under no_grad torch allows it
             raise AutogradError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._backend.to_host(self._data)
 

@@ -19,8 +19,9 @@ import pytest
 import gradcli as gc
 from gradcli import backend as backend_mod
 from gradcli import creation
-from gradcli.errors import DeviceError, GradTypeError
+from gradcli.errors import AutogradError, DeviceError, GradTypeError
 from helpers import clean_engine_state  # noqa: F401
+from test_backends import CASES, _run
 
 
 @pytest.fixture(autouse=True)
@@ -38,11 +39,29 @@ class CUDARuntimeError(RuntimeError):
     pass
 
 
+# What CuPy before NumPy 2's array-API names lacks (backend._CupyNamespace supplies them)
+PRE_ARRAY_API = {"astype", "permute_dims", "concat", "bool"}
+
+
+def _numpy_name(name):
+    if name in PRE_ARRAY_API:
+        raise AttributeError(name)
+    return getattr(np, name)
+
+
 def fake_cupy(count=1, error=None):
-    """A stand-in for CuPy: NumPy's functions, plus the CUDA runtime calls the backend makes."""
+    """A stand-in for CuPy: NumPy's functions with CuPy 13's signatures (no array-API names, no
+    ``asarray(copy=)``, ``var(ddof=)`` only), plus the CUDA runtime calls the backend makes."""
     cupy = types.ModuleType("cupy")
-    cupy.__getattr__ = lambda name: getattr(np, name)  # module __getattr__ (PEP 562): xp.exp is np.exp
+    cupy.__getattr__ = _numpy_name  # module __getattr__ (PEP 562): xp.exp is np.exp
     cupy.asnumpy = lambda a: np.asarray(a)
+    cupy.asarray = lambda a, dtype=None, order=None: np.asarray(a, dtype=dtype)
+    cupy.array = lambda a, dtype=None, copy=True: np.array(a, dtype=dtype, copy=copy)
+    cupy.reshape = lambda a, newshape: np.reshape(a, newshape)
+    cupy.var = lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: \
+        np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)
+    cupy.std = lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: \
+        np.std(a, axis=axis, ddof=ddof, keepdims=keepdims)
     calls = []
 
     def get_device_count():
@@ -334,3 +353,58 @@ def test_real_cuda_device(monkeypatch):
     count = cupy.cuda.runtime.getDeviceCount()
     with pytest.raises(DeviceError, match=f"device 'cuda:{count}' does not exist"):
         gc.ones(1, device=f"cuda:{count}")
+
+
+# -- the whole op table through the CuPy namespace (with the fake: NumPy underneath) ---------------------
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_op_table_through_the_cupy_namespace(gpu, name):
+    """Forward, first and second derivatives of every table entry on "cuda:0" equal the CPU's: the
+    namespace's stand-ins for array-API names (astype, permute_dims, concat, asarray(copy=),
+    var(correction=), reshape(copy=False)) compute what NumPy 2's own functions do."""
+    fn, specs = CASES[name]
+    seed = sum(map(ord, name))
+    got = _run(fn, specs, "cuda", seed)
+    want = _run(fn, specs, "cpu", seed)
+    assert str(got[0].device) == "cuda:0"
+    pairs = [(got[0], want[0])] + list(zip(got[1], want[1])) + list(zip(got[2] or (), want[2] or ()))
+    for g, w in pairs:
+        assert str(g.device) == "cuda:0"
+        np.testing.assert_allclose(np.asarray(g._data), np.asarray(w._data), rtol=1e-12, atol=1e-14)
+        assert g.dtype == w.dtype
+
+
+def test_view_that_needs_a_copy_is_refused_through_the_namespace(gpu):
+    x = gc.ones(2, 3, device="cuda")
+    with pytest.raises(Exception, match="view size is not compatible"):
+        x.t().view(6)
+    assert x.t().reshape(6).grad_fn is None and x.t().reshape(6).shape == (6,)
+
+
+def test_constants_are_made_on_the_gpu(gpu, monkeypatch):
+    made = []
+    monkeypatch.setattr(gpu, "full", lambda shape, value, dtype=None: made.append(shape) or np.full(shape, value, dtype),
+                        raising=False)
+    x = gc.ones(2, 3, device="cuda")
+    y = gc.full((4,), 7, device="cuda")
+    z = gc.zeros(5, dtype=gc.float64, device="cuda", requires_grad=True)
+    assert made == [(2, 3), (4,), (5,)]
+    assert (x.dtype, y.dtype, z.dtype) == (gc.float32, gc.int64, gc.float64) and z.requires_grad
+    assert y.tolist() == [7, 7, 7, 7] and str(z.device) == "cuda:0"
+
+
+def test_numpy_of_a_cuda_tensor_fails_as_torch(gpu):
+    x = gc.tensor([1.0], device="cuda", requires_grad=True)
+    with pytest.raises(GradTypeError) as info:
+        x.detach().numpy()
+    assert str(info.value) == ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                               "to host memory first.")
+    assert x.detach().cpu().numpy().tolist() == [1.0]
+
+
+def test_numpy_under_no_grad_as_torch():
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(AutogradError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+    with gc.no_grad():
+        assert x.numpy().tolist() == [1.0, 2.0]

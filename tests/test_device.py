@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,8 +81,12 @@ def fake_cupy(count=1, error=None):
         def synchronize(self):
             calls.append(("synchronize",))
 
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=get_device_count),
-                                      Device=Device, get_current_stream=Stream)
+    cupy.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=get_device_count,
+                                      getDeviceProperties=lambda index: {"name": b"Fake GPU"}),
+        Device=Device, get_current_stream=Stream)
+    cupy.__version__ = "13.0.0 (fake)"
+    cupy.get_default_memory_pool = lambda: types.SimpleNamespace(total_bytes=lambda: 0, used_bytes=lambda: 0)
     cupy.calls = calls
     cupyx = types.ModuleType("cupyx")
     cupyx.scatter_add = lambda target, index, values: np.add.at(target, index, values)
@@ -408,3 +413,31 @@ def test_numpy_under_no_grad_as_torch():
         x.numpy()
     with gc.no_grad():
         assert x.numpy().tolist() == [1.0, 2.0]
+
+
+# -- benchmarks/bench_gpu.py ---------------------------------------------------------------------------
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_gpu.py"
+
+
+def test_gpu_benchmark_without_a_gpu_says_so_and_succeeds(monkeypatch):
+    import subprocess
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(BENCH.parent.parent)}
+    code = ("import sys; sys.modules['cupy'] = None; sys.argv = ['bench_gpu.py', '--n', '10']; "
+            f"sys.path.insert(0, {str(BENCH.parent)!r}); import runpy; "
+            f"runpy.run_path({str(BENCH)!r}, run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("no GPU: CuPy is not installed")
+
+
+def test_gpu_benchmark_runs_end_to_end(gpu, monkeypatch, capsys):
+    """On the fake GPU (NumPy underneath): the script's engines agree and it prints its table."""
+    import runpy
+    monkeypatch.syspath_prepend(str(BENCH.parent))
+    bench = runpy.run_path(str(BENCH))
+    assert bench["main"](["--n", "1000", "--rounds", "2", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERS" not in out
+    assert "| gradcli " in out and "| cupy (hand-written gradient) " in out
+    assert "n = 1,000 float32 on cuda (Fake GPU)" in out

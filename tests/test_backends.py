@@ -240,6 +240,32 @@ def test_op_matches_numpy(device, name):
             assert_close(g, w, f"{name} second derivative of input {i}")
 
 
+# functions without a gradient, and the parts of results that have none (indices, bools)
+VALUES = {
+    "all_any": lambda x: gc.stack([gc.all(x > -1.5), gc.any(x > 1.9), gc.all(x)]),
+    "all_any_dim": lambda x: gc.any(x > 0, 1, keepdim=True).long() + gc.all(x < 1.5, 0).long(),
+    "logical": lambda x: gc.logical_or(x > 1, gc.logical_and(x, x < 0)),
+    "comparisons": lambda x: gc.stack([x < 0, x <= 0.5, x > 0, x >= 0.5, x == x[0], x != x[0]]),
+    "max_indices": lambda x: gc.max(x, 1, keepdim=True).indices * 10 + gc.min(x, 0, keepdim=True).indices,
+    "max_of_0d": lambda x: gc.max(x.sum(), 0).indices + gc.max(x.sum(), 0).values,
+    "sign_and_abs_of_ints": lambda x: gc.abs((x * 10).long()) + gc.sign((x * 10).long()),
+    "int_arithmetic": lambda x: (x * 10).long() * 3 - 2 + (x > 0).sum(),
+    "bool_pow": lambda x: (x > 0) ** True,
+    "zero_": lambda x: x.clone().zero_(),
+    "creation_like": lambda x: gc.ones_like(x) + gc.zeros_like(x) + gc.full_like(x, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_match_numpy(device, name):
+    rng = np.random.default_rng(sum(map(ord, name)))
+    v = rng.uniform(-2, 2, size=(3, 4))
+    got = VALUES[name](make(v, device, requires_grad=False))
+    want = VALUES[name](make(v, "cpu", requires_grad=False))
+    assert got._backend is get_backend(device)
+    assert_close(got, want, name)
+
+
 # -- engine features on the device ------------------------------------------------------------------
 
 def _leaf(device, values=((1.0, -2.0, 3.0), (0.5, 0.25, -1.5))):

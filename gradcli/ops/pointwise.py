@@ -426,10 +426,14 @@ def _bool_op(name, symbol, fn_name):
         xp = input._backend.xp
         if other.__class__ is not Tensor:  # torch takes no numbers here (numpy would make an object array of None)
             raise GradTypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        if other._backend is not input._backend:
+            raise _devices_differ(input._backend, other._backend)
         if other.shape != input.shape:
             _check_broadcast(input.shape, other.shape)
-        b = other._data
-        return Tensor._make(getattr(xp, fn_name)(input._data, b), input._backend)
+        # numbers are true where non-zero (the array API's logical functions take bools only)
+        a, b = (t._data if t.dtype.name == "bool" else xp.astype(t._data, input._backend.dtype("bool"))
+                for t in (input, other))
+        return Tensor._make(getattr(xp, fn_name)(a, b), input._backend)
     op.__name__ = name
     op.__doc__ = f"Elementwise logical {symbol} of two tensors."
     function(f"{name}(input, other)", differentiable=False, category="comparison")(op)

@@ -449,7 +449,7 @@ def all(input, dim=None, keepdim=False):
     """True where every element is non-zero (over ``dim`` if given)."""
     xp = input._backend.xp
     axis = None if dim is None else dims(dim, input.ndim)
-    return Tensor._make(xp.all(input._data != 0, axis=axis, keepdims=keepdim), input._backend)
+    return Tensor._make(xp.all(input._data, axis=axis, keepdims=keepdim), input._backend)
 
 
 @function("any(input)", differentiable=False, category="reduction")
@@ -457,4 +457,4 @@ def any(input, dim=None, keepdim=False):
     """True where some element is non-zero (over ``dim`` if given)."""
     xp = input._backend.xp
     axis = None if dim is None else dims(dim, input.ndim)
-    return Tensor._make(xp.any(input._data != 0, axis=axis, keepdims=keepdim), input._backend)
+    return Tensor._make(xp.any(input._data, axis=axis, keepdims=keepdim), input._backend)

@@ -184,6 +184,7 @@ CASES = {
     "index_list_and_slice": (lambda a: a[[1, 1], 1:], [((3, 4), *R)]),
     "index_two_lists": (lambda a: a[[0, 2, 0], [1, 1, 1]], [((3, 4), *R)]),
     "index_tensor": (lambda a: a[gc.tensor([[0, 1], [1, 1]], device=str(a.device))], [((3, 2), *R)]),
+    "index_bool_list": (lambda a: a[[True, False, True]] * a[:, [False, True, True, False]].sum(), [((3, 4), *R)]),
     "index_mask": (lambda a: a[a > 0], [((3, 4), *R)]),
     "select_narrow": (lambda a: gc.select(a, 1, 2) + a.narrow(1, 0, 1).squeeze(1), [((3, 4), *R)]),
     # in-place updates of non-leaves

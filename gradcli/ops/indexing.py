@@ -197,10 +197,10 @@ def _index_array(x, item):
         return arr
     flat = _flatten_list(item)
     if any(isinstance(v, bool) for v in flat) and all(isinstance(v, bool) for v in flat):
-        return xp.asarray(item, dtype=xp.bool)
+        return xp.asarray(item, dtype=x._backend.dtype("bool"))
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
         raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
-    return xp.asarray(item, dtype=xp.int64)
+    return xp.asarray(item, dtype=x._backend.dtype("int64"))
 
 
 def _flatten_list(item):

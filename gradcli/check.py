@@ -1,39 +1,85 @@
 """``gradcli check``: analytic gradients against central finite differences.
 
-The program is parsed once and run in float64. The leaves it checks are the tensors that
-require grad and are leaves when a name is first bound to them (``-g`` declarations and
-assignments such as ``w = tensor([...], requires_grad=True)``); each is known by its name and
-binding order, so that every re-run finds "the same" leaf.
+The program is parsed once and run in float64 (random constructors seeded with ``--seed``,
+else 0, so that every run sees the same values), first once as written, then twice more per
+element of every leaf it checks, with that element moved by ``+eps`` and ``-eps``.
 
-- Analytic: ``autograd.grad`` of the last value (summed when it is not a scalar) with respect to
-  those leaves, so hooks and every engine rule take part, and ``.grad`` is left alone.
-- Numerical: for each element of each leaf, the program runs again with that element moved by
-  ``+eps`` and ``-eps`` (the perturbation is applied when the name is bound, before anything
-  uses it) and ``(f(x+eps) - f(x-eps)) / 2eps``, with ``f`` the sum of the last value.
+Which leaves: every tensor that requires grad and is a leaf when a name is bound to it (``-g``
+declarations, ``w = tensor([...], requires_grad=True)``), or when a named leaf is made to
+require grad (``x.requires_grad_()``). Leaves are known by the order in which that happens, so
+each run finds "the same" leaf; the perturbation is applied at that moment, before the program
+uses the new leaf, so values computed from it earlier stay constants, as for autograd.
 
-A leaf passes when every element satisfies ``|analytic - numeric| <= atol + rtol * |numeric|``.
-Random constructors are seeded (``--seed``, else 0) so that every run sees the same values.
+What is differentiated, and the analytic gradient it is compared with:
+
+- A program that never calls ``backward`` (``autograd.grad`` calls are part of computing its
+  values, e.g. for second derivatives): the last value, summed when it is not a scalar. "The
+  last value" is that of the last statement that produced a tensor (print, assert, del and
+  calls returning None are skipped). After the run, check calls ``backward`` on it with a
+  gradient of ones (as eval's auto-backward would for a scalar) and compares each leaf's
+  ``.grad`` (zeros where None) with ``(f(x+eps) - f(x-eps)) / 2eps``, ``f`` the sum of the last
+  value. Hooks take part, so a hook that changes a gradient makes the check fail.
+- A program that calls ``backward`` itself: what those calls put in each leaf's ``.grad``. Each
+  call ``root.backward(gradient)`` accumulates the gradient of ``sum(root * gradient)`` (of
+  ``root`` for a one-element root without a gradient), with the roots' values as computed at
+  the call and ``gradient`` a constant; ``inputs=`` limits the leaves it counts for. For each
+  leaf the analytic gradient is its ``.grad`` right after the last call that counts for it,
+  minus what ``.grad`` held before the first call that counts; a call counts from the last time
+  the program reset ``.grad`` (``zero_()``, or any change made outside ``backward``) before it.
+  The numeric gradient is the finite difference of the sum of those calls' values. Each run
+  starts from scratch, so gradients never leak between runs.
+
+  Values computed after a leaf's data was changed in place (an SGD step ``w.data.sub_(...)``)
+  are differentiated with respect to the leaf's initial value, which is what finite
+  differences measure: check one step, not a training loop.
+
+A leaf passes when every element satisfies ``|analytic - numeric| <= atol + rtol * |numeric|``
+(``numpy.allclose``'s rule). The program's own asserts (from the first run) are reported as
+eval reports them, and a failed one makes the exit code 1 as well.
 """
 
 from __future__ import annotations
 
 import sys
 
-from .errors import GradTypeError, LimitError
+from .errors import GradcliError, GradTypeError, LimitError, UsageError
 
 MAX_EVALUATIONS = 200_000
 
 
 class LeafCheck:
-    __slots__ = ("name", "shape", "max_abs", "max_rel", "passed", "analytic", "numeric")
+    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines")
 
-    def __init__(self, name, shape, max_abs, max_rel, passed, analytic, numeric):
-        self.name, self.shape, self.max_abs, self.max_rel = name, shape, max_abs, max_rel
-        self.passed, self.analytic, self.numeric = passed, analytic, numeric
+    def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol):
+        import numpy as np
+        self.name, self.shape, self.dtype = name, shape, dtype
+        self.analytic, self.numeric = analytic, numeric
+        self.lines = None  # the lines of the backward() calls checked (explicit mode)
+        a, n = analytic.reshape(-1), numeric.reshape(-1)
+        with np.errstate(all="ignore"):
+            diff = np.abs(a - n)
+            diff[np.isnan(diff)] = np.inf     # one side NaN, or infinities of opposite signs
+            diff[(a == n) | (np.isnan(a) & np.isnan(n))] = 0.0  # equal infinities, or NaN on both sides
+            rel = np.where(diff == 0, 0.0, diff / np.abs(n))
+            rel[np.isnan(rel)] = np.inf
+            ok = (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(n)))
+            self.passed = bool(np.all(ok))
+        if a.size:
+            k = int(np.argmax(diff))
+            self.max_abs, self.max_rel = float(diff[k]), float(np.max(rel))
+            self.worst = (list(int(i) for i in np.unravel_index(k, shape)) if shape else [], float(a[k]), float(n[k]))
+        else:
+            self.max_abs = self.max_rel = 0.0
+            self.worst = None
 
     def record(self) -> dict:
-        return {"leaf": self.name, "shape": self.shape, "max_abs_error": _num(self.max_abs),
-                "max_rel_error": _num(self.max_rel), "passed": self.passed}
+        worst = None if self.worst is None else \
+            {"index": self.worst[0], "analytic": _num(self.worst[1]), "numeric": _num(self.worst[2])}
+        record = {"leaf": self.name, "shape": self.shape, "max_abs_error": _num(self.max_abs),
+                  "max_rel_error": _num(self.max_rel), "passed": self.passed, "worst": worst}
+        if self.lines is not None:
+            record["backward_lines"] = self.lines
+        return record
 
 
 def _num(x: float):
@@ -45,136 +91,395 @@ def _num(x: float):
     return x
 
 
-def _interpreter_class():
-    from .interpreter import Interpreter
+def _float(x) -> str:
+    import math
+    return "nan" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.3e}"
+
+
+# -- the interpreter that perturbs and records ------------------------------------------------------
+
+class BackwardCall:
+    """One ``backward`` call of the program: its line, the value whose gradient it accumulates
+    (``sum(root * gradient)`` over its roots, at the call), and the leaves ``inputs=`` limits it to."""
+
+    __slots__ = ("line", "value", "inputs")
+
+    def __init__(self, line, value, inputs):
+        self.line, self.value, self.inputs = line, value, inputs
+
+
+class LeafState:
+    """The main run's account of one leaf's ``.grad`` across backward calls (explicit mode)."""
+
+    __slots__ = ("baseline", "counted", "snapshot")
+
+    def __init__(self):
+        self.baseline = None   # .grad before the first counted call (None: nothing)
+        self.counted = []      # indices of the calls that count for this leaf
+        self.snapshot = None   # .grad right after the last call (None: it was None)
+
+
+_CLASSES = []
+
+
+def _checking_class():
+    if _CLASSES:
+        return _CLASSES[0]
+    import inspect
+
+    import numpy as np
+
+    from .graph import tracing_class
+    from .interpreter import TENSOR_METHODS, _lang_backward
     from .tensor import Tensor
 
-    class PerturbingInterpreter(Interpreter):
-        """Records the requiring-grad leaves as names are bound, and moves one element of one
-        of them (``perturb = (leaf number, flat index, delta)``) before the program uses it."""
+    method_backward = TENSOR_METHODS["backward"]
+    requires_grad_ = TENSOR_METHODS["requires_grad_"]
+    signatures = {"method": inspect.signature(Tensor.backward), "function": inspect.signature(_lang_backward)}
 
-        def __init__(self, perturb=None, **kwargs):
+    def host(t):
+        return np.array(t._backend.to_host(t._data), dtype=np.float64)
+
+    class CheckingInterpreter(tracing_class()):
+        """Numbers the leaves to check as they appear, moves one element of one of them
+        (``perturb = (leaf number, flat index, delta)``) at that moment, and records the
+        program's backward calls; with ``track_grads`` also each leaf's ``.grad`` around them."""
+
+        def __init__(self, perturb=None, track_grads=False, **kwargs):
             super().__init__(**kwargs)
             self.perturb = perturb
+            self.track_grads = track_grads
             self.leaves: list[tuple[str, Tensor]] = []
+            self.leaf_lines: list[int | None] = []  # where each became a leaf to check (None: -g)
+            self.states: list[LeafState] = []
+            self.calls: list[BackwardCall] = []
             self._seen: set[int] = set()
+            self._named: dict[int, tuple[Tensor, str]] = {}  # floating leaves bound before requiring grad
+            self._line = None
 
         def _bind(self, name, value):
-            if value.__class__ is Tensor and value.grad_fn is None and value.requires_grad \
-                    and id(value) not in self._seen:
-                self._seen.add(id(value))
-                number = len(self.leaves)
-                self.leaves.append((name, value))
-                if self.perturb is not None and self.perturb[0] == number:
-                    _nudge(value, self.perturb[1], self.perturb[2])
             super()._bind(name, value)
+            if value.__class__ is Tensor and value.grad_fn is None and id(value) not in self._seen:
+                if value._requires_grad:
+                    self._add_leaf(name, value)
+                elif id(value) not in self._named and value.dtype.is_floating_point:
+                    self._named[id(value)] = (value, name)
 
-    return PerturbingInterpreter
+        def _add_leaf(self, name, t):
+            self._seen.add(id(t))
+            number = len(self.leaves)
+            self.leaves.append((name, t))
+            self.leaf_lines.append(self._line)
+            if self.track_grads:
+                self.states.append(LeafState())
+            if self.perturb is not None and self.perturb[0] == number:
+                _nudge(t, self.perturb[1], self.perturb[2])
+
+        def _exec(self, stmt):
+            self._line = stmt.line
+            super()._exec(stmt)
+
+        def _call(self, fn, args, kwargs, node):
+            if fn is requires_grad_:
+                out = super()._call(fn, args, kwargs, node)
+                t = args[0] if args else None
+                entry = self._named.get(id(t))
+                if entry is not None and entry[0] is t and t._requires_grad and t.grad_fn is None \
+                        and id(t) not in self._seen:
+                    self._add_leaf(entry[1], t)
+                return out
+            if fn is method_backward or fn is self.builtins["backward"]:
+                call = self._describe(fn, args, kwargs, node)
+                if call is None:  # arguments it will refuse: let it say so
+                    return super()._call(fn, args, kwargs, node)
+                before = self._grads() if self.track_grads else None
+                out = super()._call(fn, args, kwargs, node)
+                self.calls.append(call)
+                if self.track_grads:
+                    self._account(call, before)
+                return out
+            return super()._call(fn, args, kwargs, node)
+
+        def _describe(self, fn, args, kwargs, node):
+            try:
+                bound = signatures["method" if fn is method_backward else "function"].bind(*args, **kwargs)
+            except TypeError:
+                return None
+            a = bound.arguments
+            roots = a.get("self", a.get("tensors"))
+            gradient = a.get("gradient")
+            if gradient is None:
+                gradient = a.get("grad_tensors")
+            roots = list(roots) if isinstance(roots, (list, tuple)) else [roots]
+            if gradient is None:
+                gradients = [None] * len(roots)
+            else:
+                gradients = list(gradient) if isinstance(gradient, (list, tuple)) else [gradient]
+            if len(gradients) != len(roots) or not all(isinstance(r, Tensor) for r in roots):
+                return None
+            value = 0.0
+            for r, g in zip(roots, gradients):
+                if g is None:
+                    value += float(np.sum(host(r)))
+                elif isinstance(g, Tensor) and g.shape == r.shape:
+                    value += float(np.sum(host(r) * host(g)))
+                else:
+                    return None
+            inputs = a.get("inputs")
+            if inputs is not None:
+                inputs = {id(t) for t in (inputs if isinstance(inputs, (list, tuple)) else [inputs])}
+            return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs)
+
+        def _grads(self):
+            return [None if t._grad is None else host(t._grad) for _, t in self.leaves]
+
+        def _account(self, call, before):
+            index = len(self.calls) - 1
+            after = self._grads()
+            for (_, t), state, b, g in zip(self.leaves, self.states, before, after):
+                if not _same(b, state.snapshot):  # the program reset or changed .grad since
+                    state.baseline, state.counted = b, []
+                if call.inputs is None or id(t) in call.inputs:
+                    state.counted.append(index)
+                state.snapshot = g
+
+    _CLASSES.append(CheckingInterpreter)
+    return CheckingInterpreter
+
+
+def _same(a, b) -> bool:
+    import numpy as np
+    if a is None or b is None:
+        return a is None and b is None
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=True))
 
 
 def _nudge(t, flat_index: int, delta: float) -> None:
-    backend = t._backend
-    host = backend.to_host(t._data).copy()
-    host.reshape(-1)[flat_index] += delta
-    t._data = backend.from_host(host) if backend.xp is not sys.modules.get("numpy") else host
+    """Move one element of ``t`` in place (views of it see the change, as they would in torch)."""
+    import numpy as np
+    data = t._data
+    index = tuple(int(i) for i in np.unravel_index(flat_index, tuple(data.shape)))
+    try:
+        if getattr(data, "flags", None) is not None and not data.flags.writeable:
+            raise ValueError("read-only")
+        data[index] = data[index] + delta
+    except (ValueError, TypeError, AttributeError):  # a read-only or immutable array: replace it
+        backend = t._backend
+        copy = np.array(backend.to_host(data), copy=True)
+        copy[index] += delta
+        t._data = backend.from_host(copy)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+class Plan:
+    """What the checks measure, decided by the first run."""
+
+    __slots__ = ("explicit", "description", "counted")
+
+    def __init__(self, explicit, description, counted):
+        self.explicit, self.description, self.counted = explicit, description, counted
+
+    def value(self, interp, number: int) -> float:
+        """The function whose gradient with respect to leaf ``number`` is checked, in a run."""
+        import numpy as np
+        if self.explicit:
+            calls = interp.calls
+            return float(sum(calls[i].value for i in self.counted[number]))
+        last = interp.last_tensor
+        return float(np.sum(np.asarray(last._backend.to_host(last._data), dtype=np.float64)))
 
 
 def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> int:
-    import numpy as np
-
-    from . import session, syntax
-    from .commands import run_program  # noqa: F401  (same error plumbing as eval)
-    from .engine import grad as autograd_grad
-    from .tensor import Tensor
-
-    if not eps > 0:
-        raise GradTypeError("--eps must be a positive number")
-    if opts.seed is None:
-        opts.seed = 0
-    source = session.read_source(opts)
-    opts.source, opts.file = source.text, None
-    program = syntax.parse(source.text, filename=source.name)
-    session.check_program_size(program)
-    decls = session.parse_declarations(opts)
-    cls = _interpreter_class()
-
-    def run_once(perturb=None):
-        session.configure(opts)
-        interp = cls(perturb=perturb, auto_backward=False)
-        result = session.execute(interp, decls, program)
-        if result.error is not None:
-            result.error.source_text = source.text
-            raise result.error
-        return interp, result
-
-    def value_of(result) -> float:
-        last = result.last_value
-        return float(np.sum(last._backend.to_host(last._data), dtype=np.float64))
-
-    interp, result = run_once()
-    last = result.last_value
-    if not isinstance(last, Tensor):
-        raise GradTypeError("the program's last value is not a tensor: end the program with the expression "
-                            "to check, e.g. sum(sin(x) * x)")
-    leaves = list(interp.leaves)
-    if not leaves:
-        raise GradTypeError("no leaf requires grad: declare one with -g, e.g. -g 'x=rand(3)', or create it "
-                            "with requires_grad=True")
-    if not last.requires_grad:
-        raise GradTypeError("the last value does not depend on any leaf that requires grad")
-    total = sum(t.numel() for _, t in leaves)
-    if 2 * total > MAX_EVALUATIONS:
-        raise LimitError(f"checking {total} leaf elements needs {2 * total} runs of the program; the limit is "
-                         f"{MAX_EVALUATIONS}", hint="check smaller leaves (finite differences cost two runs per element)")
-    target = last if last.numel() == 1 else last.sum()
-    if target.ndim:
-        target = target.reshape(())
-    analytic = session._with_numpy_quiet(lambda: autograd_grad(
-        [target], [t for _, t in leaves], allow_unused=True, materialize_grads=True))
-
-    checks = []
-    for number, (name, t) in enumerate(leaves):
-        a = np.asarray(t._backend.to_host(analytic[number]._data), dtype=np.float64).reshape(-1)
-        numeric = np.empty(t.numel(), dtype=np.float64)
-        for i in range(t.numel()):
-            _, hi = run_once((number, i, eps))
-            _, lo = run_once((number, i, -eps))
-            numeric[i] = (value_of(hi) - value_of(lo)) / (2 * eps)
-        with np.errstate(all="ignore"):
-            diff = np.abs(a - numeric)
-            rel = diff / np.maximum(np.abs(numeric), np.finfo(np.float64).tiny)
-            ok = bool(np.all(diff <= atol + rtol * np.abs(numeric)))
-        checks.append(LeafCheck(name, list(t.shape), float(diff.max(initial=0.0)),
-                                float(np.where(diff == 0, 0.0, rel).max(initial=0.0)), ok,
-                                a.reshape(t.shape), numeric.reshape(t.shape)))
-    passed = all(c.passed for c in checks)
+    from . import render
+    result = None
+    try:
+        result, checks, notes, plan = _check(opts, eps, atol, rtol)
+    except GradcliError as err:
+        from .graph import report_json
+        if not opts.json:
+            partial = getattr(err, "partial_result", None)
+            if partial is not None and partial.printed:
+                print("\n".join(partial.printed))
+        return report_json(opts, result, err, {"gradcheck": []})
+    failed_asserts = any(not c.passed for c in result.checks)
     if opts.json:
-        from . import render
-        print(render.json_document(result, device=opts.device, dtype=opts.dtype,
-                                   extra={"gradcheck": [c.record() for c in checks],
-                                          "tolerances": {"eps": eps, "atol": atol, "rtol": rtol}}))
+        extra = {"gradcheck": [c.record() for c in checks],
+                 "gradcheck_of": plan.description,
+                 "tolerances": {"eps": eps, "atol": atol, "rtol": rtol}}
+        if notes:
+            result.note = "; ".join(([result.note] if result.note else []) + notes)
+        print(render.json_document(result, device=opts.device, dtype=opts.dtype, extra=extra))
     else:
-        _print_table(checks, eps, atol, rtol)
+        if result.printed:
+            print("\n".join(result.printed))
+        _print_table(checks, plan, eps, atol, rtol)
+        if result.checks:
+            _print_asserts(result)
+        for note in notes:
+            print(f"note: {note}")
+    sys.stdout.flush()
     for c in checks:
         if not c.passed:
             print(f"check failed: the gradient of {c.name} differs from finite differences "
-                  f"(max abs error {c.max_abs:.3g}, max rel error {c.max_rel:.3g})", file=sys.stderr)
-    if not passed:
-        return 1
-    return 1 if any(not c.passed for c in result.checks) else 0
+                  f"(max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)})", file=sys.stderr)
+    render.print_failed_checks(result)
+    return 1 if failed_asserts or not all(c.passed for c in checks) else 0
 
 
-def _print_table(checks, eps, atol, rtol) -> None:
+def _check(opts, eps, atol, rtol):
+    import math
+
+    import numpy as np
+
+    from . import session
+    from .graph import execute, prepare
+    from .tensor import Tensor
+
+    for flag, value in (("--eps", eps), ("--atol", atol), ("--rtol", rtol)):
+        if not (value >= 0 and math.isfinite(value)) or (flag == "--eps" and value == 0):
+            raise UsageError(f"{flag} must be a {'positive' if flag == '--eps' else 'non-negative'} number, "
+                             f"not {value:g}")
+    if opts.seed is None:
+        opts.seed = 0
+    prepared = prepare(opts)
+    cls = _checking_class()
+    interp = cls(track_grads=True, auto_backward=False)
+    result = execute(opts, prepared, interp, configure=False)
+
+    def fail(err):
+        err.partial_result = result
+        return err
+
+    if result.error is not None:
+        raise fail(result.error)
+    leaves = _distinct_names(interp.leaves, interp.leaf_lines)
+    if not leaves:
+        raise fail(GradTypeError("no leaf requires grad: declare one with -g, e.g. -g 'x=rand(3)', or create it "
+                                 "with requires_grad=True and bind it to a name"))
+    notes = []
+    if interp.calls:  # the program runs backward itself: check what its calls accumulated
+        counted = [state.counted for state in interp.states]
+        lines = sorted({interp.calls[i].line for c in counted for i in c if interp.calls[i].line})
+        plan = Plan(True, "the program's backward() calls" +
+                    (f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})" if lines else ""),
+                    counted)
+        analytic = []
+        for (name, t), state in zip(leaves, interp.states):
+            g = state.snapshot if state.snapshot is not None else np.zeros(t.shape)
+            if state.baseline is not None:
+                g = g - state.baseline
+            analytic.append(np.asarray(g, dtype=np.float64))
+        skipped = {number for number, c in enumerate(counted) if not c}
+        if skipped:
+            names = [leaves[number][0] for number in sorted(skipped)]
+            notes.append(f"not checked: {', '.join(names)} (no backward() call accumulates into "
+                         f"{'their' if len(names) > 1 else 'its'} .grad)")
+    else:
+        last = interp.last_tensor
+        if last is None:
+            raise fail(GradTypeError("the program computes no tensor to check",
+                                     hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
+        if not last.requires_grad:
+            raise fail(GradTypeError(f"the last value (line {interp.last_tensor_line}) does not require grad: it "
+                                     "does not depend on any leaf that requires grad, or was computed under no_grad",
+                                     hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
+        plan = Plan(False, f"the last value (line {interp.last_tensor_line})" +
+                    ("" if last.numel() == 1 else ", summed"), None)
+        from .creation import ones_like
+        try:
+            session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
+        except GradcliError as err:
+            err.at(interp.last_tensor_line, None)
+            if err.column is None:
+                err.column = 1
+            if "second time" in err.message:
+                err.hint = ("check differentiates the last value; the program's own grad() call freed its "
+                            "graph: pass retain_graph=True to it")
+            err.source_text = prepared.source.text
+            raise fail(err)
+        result.backward = "auto"
+        analytic = [np.zeros(t.shape) if t.grad is None else
+                    np.asarray(t._backend.to_host(t.grad._data), dtype=np.float64) for _, t in leaves]
+        skipped = set()
+    narrow = sorted({name for name, t in leaves if t.dtype.name != "float64"})
+    if narrow:
+        notes.append(f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} not float64: finite differences "
+                     f"in lower precision are inaccurate")
+
+    checked = [(number, name, t) for number, (name, t) in enumerate(leaves) if number not in skipped]
+    total = sum(t.numel() for _, _, t in checked)
+    if 2 * total > MAX_EVALUATIONS:
+        raise fail(LimitError(f"checking {total:,} leaf elements needs {2 * total:,} runs of the program; the "
+                              f"limit is {MAX_EVALUATIONS:,}",
+                              hint="check smaller leaves (finite differences cost two runs per element)"))
+
+    def run_perturbed(number, index, delta) -> float:
+        run = cls(perturb=(number, index, delta), auto_backward=False)
+        res = execute(opts, prepared, run)
+        if res.error is not None:
+            err = res.error
+            err.message = f"while moving element {index} of {leaves[number][0]} by {delta:+g}: {err.message}"
+            raise fail(err)
+        if len(run.leaves) <= number or len(run.calls) != len(interp.calls) or \
+                (not plan.explicit and run.last_tensor is None):
+            raise fail(GradTypeError(f"moving element {index} of {leaves[number][0]} by {delta:+g} changed what "
+                                     "the program computes, so finite differences cannot be taken"))
+        return plan.value(run, number)
+
+    checks = []
+    for number, name, t in checked:
+        numeric = np.empty(t.numel(), dtype=np.float64)
+        for i in range(t.numel()):
+            hi = run_perturbed(number, i, eps)
+            lo = run_perturbed(number, i, -eps)
+            numeric[i] = (hi - lo) / (2 * eps)
+        shape = list(t.shape)
+        check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
+                          numeric.reshape(t.shape), atol, rtol)
+        if plan.explicit:
+            check.lines = sorted({interp.calls[i].line for i in plan.counted[number]})
+        checks.append(check)
+    return result, checks, notes, plan
+
+
+def _distinct_names(leaves, lines):
+    """The leaves, with a name bound to several of them told apart by line: ``w (line 4)``."""
+    from collections import Counter
+    counts = Counter(name for name, _ in leaves)
+    return [(name if counts[name] == 1 else f"{name} ({'line ' + str(line) if line else 'command line'})", t)
+            for (name, t), line in zip(leaves, lines)]
+
+
+def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     from .render import _console
-    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False,
-                  title=f"gradient check (eps={eps:g}, atol={atol:g}, rtol={rtol:g})", title_justify="left")
-    for col in ("leaf", "shape", "max abs error", "max rel error", "result"):
+    console = _console()
+    console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
+                       style="bold"), soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
+    for col in ("leaf", "shape", "max abs error", "max rel error", "worst element: analytic vs numeric", "result"):
         table.add_column(col, no_wrap=True)
     for c in checks:
-        table.add_row(c.name, str(c.shape), f"{c.max_abs:.3e}", f"{c.max_rel:.3e}",
+        worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
+        table.add_row(c.name, str(c.shape), _float(c.max_abs), _float(c.max_rel), worst,
                       Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"))
+    console.print(table)
+
+
+def _print_asserts(result) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from .render import _console
+    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
+    for col in ("line", "result", "message"):
+        table.add_column(col)
+    for c in result.checks:
+        table.add_row(str(c.line), Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
+                      c.message or "")
     _console().print(table)

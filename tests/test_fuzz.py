@@ -1,7 +1,8 @@
 """Hostile and random input never escapes the contract: for every input, the exit code is 0-3,
 stderr has no traceback, stdout under --json is exactly one JSON document, and the run ends
 within --timeout. Programs are built from the grammar's constructs by hypothesis, then mutated
-(tokens deleted, swapped, duplicated; random bytes; huge literals; deep nesting)."""
+(tokens deleted, swapped, duplicated; random characters and bytes; huge literals; deep nesting), and
+well-typed programs run through eval, check and graph. Runs in-process (cli.main) for speed."""
 
 import contextlib
 import io
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from gradcli.cli import main
 from gradcli.function import FUNCTIONS
 
-FUZZ = settings(max_examples=120, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -42,88 +43,258 @@ def assert_contract(args):
 
 
 # -- programs from the grammar ---------------------------------------------------------------------
+# Each construct of grammar/gradcli.lark: statements (assignment, unpacking, augmented assignment to a
+# name or an attribute, expression, print, assert with a message, del, with blocks nested two deep,
+# several on a line with ";", comments, backslash continuations) and expressions (every operator and
+# comparison, unary signs, calls with keywords, methods, attribute chains, subscripts with slices,
+# None, ... and lists, list and tuple literals, lambdas, strings with escapes, numbers of every form).
 
 NAMES = ["x", "w", "y", "z"]
 FUNCS = sorted(FUNCTIONS)
 METHODS = ["sum", "mean", "exp", "t", "reshape", "unsqueeze", "detach", "backward", "retain_grad", "zero_",
-           "register_hook", "requires_grad_", "add_", "grad", "grad_fn", "data", "shape", "T", "is_leaf"]
-numbers = st.one_of(st.integers(-3, 5).map(str), st.sampled_from(["0.5", "1e3", "2.", ".25", "1_000", "1e-300"]))
+           "register_hook", "requires_grad_", "add_", "mul_", "grad", "grad_fn", "data", "shape", "T", "is_leaf",
+           "requires_grad", "item", "size", "numel", "to", "clone", "softmax", "max", "norm", "expand"]
+ATTR_CHAINS = [".grad_fn", ".grad_fn.next_functions", ".grad_fn.next_functions[0][0]", ".grad_fn.name()",
+               ".grad_fn.next_functions[0][0].variable", ".data", ".grad", ".T", ".shape[0]", ".dtype",
+               ".dtype.is_floating_point", ".device", ".requires_grad", ".is_leaf"]
+KEYWORDS = ["dim=0", "dim=-1", "keepdim=True", "requires_grad=True", "retain_graph=True", "create_graph=True",
+            "dtype=float64", "dtype=long", "alpha=2", "p=2", "correction=0", "min=0", "max=1.", "gradient=x",
+            "inputs=[x]", "allow_unused=True", "sep=', '"]
+numbers = st.one_of(
+    st.integers(-3, 5).map(str),
+    st.sampled_from(["0", "0.5", "1e3", "2.", ".25", "1_000", "1e-300", "1e308", "3.14159", "0.0", "1E+2",
+                     "1_0.5_0"]))
+strings = st.sampled_from(['"s"', "'single'", r'"esc\n\t\\ \"q\""', r"'\x41\u00e9'", '""', r'"\0"',
+                           '"__import__(\'os\')"', r'"\U0001F600"'])
+subscripts = st.sampled_from(["0", "-1", ":", "1:", ":1", "::2", "::-1", "0:2:1", "None", "...", "[0, 1]", "0, 1",
+                              "..., None", "None, :", "x > 0", "[True, False]", "[[0], [1]]", "1, ..."])
 
 
 def exprs():
-    atoms = st.one_of(st.sampled_from(NAMES), numbers, st.sampled_from(["True", "False", "None", '"s"', "..."]))
+    atoms = st.one_of(st.sampled_from(NAMES), numbers, strings,
+                      st.sampled_from(["True", "False", "None", "...", "inf", "nan", "pi", "float64"]))
 
     def extend(inner):
         return st.one_of(
-            st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "@", "**", "<", "==", ">="]), inner)
-              .map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
-            st.tuples(st.sampled_from(["-", "+"]), inner).map(lambda t: f"{t[0]}{t[1]}"),
-            st.tuples(st.sampled_from(FUNCS), st.lists(inner, max_size=3)).map(lambda t: f"{t[0]}({', '.join(t[1])})"),
-            st.tuples(inner, st.sampled_from(METHODS)).map(lambda t: f"{t[0]}.{t[1]}"),
-            st.tuples(inner, st.sampled_from(METHODS), st.lists(inner, max_size=2))
-              .map(lambda t: f"{t[0]}.{t[1]}({', '.join(t[2])})"),
-            st.tuples(inner, st.sampled_from(["0", "-1", ":", "1:", "None", "...", "[0, 1]", "0, 1"]))
-              .map(lambda t: f"{t[0]}[{t[1]}]"),
-            inner.map(lambda e: f"lambda g: {e}"),
+            st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "@", "**", "<", "<=", ">", ">=", "==", "!="]),
+                      inner).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(inner, st.sampled_from(["+", "*", "**"]), inner).map(lambda t: f"{t[0]} {t[1]} {t[2]}"),
+            st.tuples(st.sampled_from(["-", "+", "--", "-+"]), inner).map("".join),
+            st.tuples(st.sampled_from(FUNCS), st.lists(inner, max_size=3), st.lists(st.sampled_from(KEYWORDS),
+                      max_size=2, unique_by=lambda k: k.split("=")[0]))
+              .map(lambda t: f"{t[0]}({', '.join(t[1] + t[2])})"),
+            st.tuples(inner, st.sampled_from(METHODS)).map(lambda t: f"({t[0]}).{t[1]}"),
+            st.tuples(inner, st.sampled_from(METHODS), st.lists(inner, max_size=2),
+                      st.lists(st.sampled_from(KEYWORDS), max_size=1))
+              .map(lambda t: f"({t[0]}).{t[1]}({', '.join(t[2] + t[3])})"),
+            st.tuples(inner, st.sampled_from(ATTR_CHAINS)).map(lambda t: f"({t[0]}){t[1]}"),
+            st.tuples(inner, subscripts).map(lambda t: f"({t[0]})[{t[1]}]"),
+            st.tuples(st.sampled_from(["g", "x", "print"]), inner).map(lambda t: f"(lambda {t[0]}: {t[1]})"),
             st.lists(inner, max_size=3).map(lambda items: f"[{', '.join(items)}]"),
-            st.tuples(inner, st.sampled_from(["requires_grad=True", "dim=0", "keepdim=True", "retain_graph=True"]))
-              .map(lambda t: f"ones(2, {t[1]}) * {t[0]}"),
+            st.lists(inner, max_size=3).map(lambda items: f"({', '.join(items)}{',' if len(items) == 1 else ''})"),
+            st.tuples(inner, st.sampled_from(KEYWORDS)).map(lambda t: f"ones(2, {t[1]}) * {t[0]}"),
         )
-    return st.recursive(atoms, extend, max_leaves=12)
+    return st.recursive(atoms, extend, max_leaves=10)
 
 
 def statements():
     e = exprs()
+    target = st.sampled_from(NAMES)
     simple = st.one_of(
-        st.tuples(st.sampled_from(NAMES), e).map(lambda t: f"{t[0]} = {t[1]}"),
-        e, e.map(lambda v: f"print({v})"), e.map(lambda v: f"assert {v}"),
-        st.sampled_from(NAMES).map(lambda n: f"del {n}"),
-        st.tuples(st.sampled_from(NAMES), st.sampled_from(NAMES), e).map(lambda t: f"{t[0]}, {t[1]} = {t[2]}"),
+        st.tuples(target, e).map(lambda t: f"{t[0]} = {t[1]}"),
+        e, e.map(lambda v: f"print({v})"),
+        st.tuples(e, st.sampled_from(["", ', "message"', ", x"])).map(lambda t: f"assert {t[0]}{t[1]}"),
+        st.lists(target, min_size=1, max_size=2).map(lambda ns: "del " + ", ".join(ns)),
+        st.tuples(target, target, e).map(lambda t: f"{t[0]}, {t[1]} = {t[2]}"),
+        st.tuples(target, e).map(lambda t: f"{t[0]}, = {t[1]}"),
+        st.tuples(target, st.sampled_from(["", ".data", ".grad"]), st.sampled_from(["+=", "-=", "*=", "/="]), e)
+          .map(lambda t: f"{t[0]}{t[1]} {t[2]} {t[3]}"),
+        st.tuples(target, e).map(lambda t: f"{t[0]}.backward({t[1]})"),
+        st.tuples(target, e).map(lambda t: f"{t[0]} = grad({t[1]}, [x], allow_unused=True)"),
     )
-    block = st.tuples(st.sampled_from(["no_grad()", "enable_grad()", "set_grad_enabled(False)"]),
-                      st.lists(simple, min_size=1, max_size=3)) \
+    line = st.one_of(
+        simple, simple,
+        st.lists(simple, min_size=2, max_size=3).map("; ".join),
+        st.tuples(simple, st.sampled_from(["  # comment", "#", " ;"])).map("".join),
+        simple.map(lambda v: v.replace(" = ", " = \\\n    ", 1)),
+    )
+    contexts = st.sampled_from(["no_grad()", "enable_grad()", "set_grad_enabled(False)", "set_grad_enabled(True)",
+                                "x", "1"])
+    block = st.tuples(contexts, st.lists(line, min_size=1, max_size=3)) \
         .map(lambda t: f"with {t[0]}:\n" + "\n".join("    " + s for s in t[1]))
-    return st.one_of(simple, simple, block)
+    nested = st.tuples(contexts, contexts, st.lists(line, min_size=1, max_size=2), line) \
+        .map(lambda t: f"with {t[0]}:\n    with {t[1]}:\n" + "\n".join("        " + s for s in t[2]) + f"\n    {t[3]}")
+    return st.one_of(line, line, line, block, nested)
 
 
 programs = st.lists(statements(), min_size=1, max_size=6).map("\n".join)
 DECLS = ["-g", "x=ones(2, 2)", "-g", "w=tensor([1., 2.])", "-l", "y=zeros(2)"]
+COMMANDS = st.sampled_from(["eval", "eval", "eval", "check", "graph"])
 
 
 @FUZZ
-@given(program=programs)
-def test_generated_programs(program):
-    assert_contract(["eval", program, *DECLS])
+@given(program=programs, command=COMMANDS)
+def test_generated_programs(program, command):
+    assert_contract([command, program, *DECLS])
+
+
+# Well-typed programs reach deeper: every value is a (2, 2) matrix, a (2,) vector or a scalar built
+# from the declared leaves, so the ops, backward, grad, hooks, no_grad and in-place updates all run
+# and the output (tables, JSON, graphs, gradient checks) is drawn for real.
+
+def typed_exprs():
+    mats = st.deferred(lambda: st.one_of(
+        st.sampled_from(["x", "x.T", "x.detach()", "ones(2, 2)", "x2"]),
+        st.tuples(st.sampled_from(["exp", "sin", "tanh", "sigmoid", "relu", "abs", "neg", "square", "cos",
+                                   "log1p(abs({}))", "sqrt(abs({}) + 1)", "clamp({}, min=-0.5)",
+                                   "softmax({}, 1)", "log_softmax({}, 0)", "{}.t()", "{}.clone()",
+                                   "{}.reshape(4).reshape(2, 2)", "{}[[1, 0]]", "{}[:, :]", "{}[..., None][:, :, 0]",
+                                   "({} * 2)", "({} ** 2)", "(-{})", "({} / 3)", "{}.unsqueeze(0)[0]"]), mats)
+          .map(lambda t: t[0].format(t[1]) if "{}" in t[0] else f"{t[0]}({t[1]})"),
+        st.tuples(mats, st.sampled_from(["+", "-", "*", "/"]), st.one_of(mats, vecs)).map(lambda t: f"({' '.join(t)})"),
+        st.tuples(mats, mats).map(lambda t: f"({t[0]} @ {t[1]})"),
+        st.tuples(mats, mats).map(lambda t: f"where({t[0]} > 0, {t[0]}, {t[1]})"),
+        st.tuples(st.sampled_from(["maximum", "minimum", "mm"]), mats, mats).map(lambda t: f"{t[0]}({t[1]}, {t[2]})"),
+        st.tuples(vecs, vecs).map(lambda t: f"stack([{t[0]}, {t[1]}])"),
+        st.tuples(vecs, vecs).map(lambda t: f"outer({t[0]}, {t[1]})"),
+    ))
+    vecs = st.deferred(lambda: st.one_of(
+        st.sampled_from(["w", "w.detach()", "tensor([0.5, -1.])", "w2"]),
+        st.tuples(st.sampled_from(["sum({}, 0)", "mean({}, dim=1)", "amax({}, 1)", "{}[0]", "{}[:, 1]",
+                                   "logsumexp({}, 1)", "norm({}, dim=0)", "prod({}, 1)", "var({}, 0)", "{}.max(1).values",
+                                   "mv({}, w)", "({} @ w)"]), mats).map(lambda t: t[0].format(t[1])),
+        st.tuples(st.sampled_from(["exp", "tanh", "relu", "reciprocal({} + 3)", "({} * w)", "({} - 1)", "({} + w)"]),
+                  vecs).map(lambda t: t[0].format(t[1]) if "{}" in t[0] else f"{t[0]}({t[1]})"),
+    ))
+    scalars = st.one_of(
+        st.tuples(st.sampled_from(["sum", "mean", "norm", "amax", "std", "logsumexp({}.reshape(-1), 0)",
+                                   "({}.sum() * 0.5)", "{}.pow(2).sum()", "({}.mean() ** 2)"]), st.one_of(mats, vecs))
+          .map(lambda t: t[0].format(t[1]) if "{}" in t[0] else f"{t[0]}({t[1]})"),
+        st.tuples(vecs, vecs).map(lambda t: f"dot({t[0]}, {t[1]})"),
+    )
+    return mats, vecs, scalars
+
+
+@st.composite
+def typed_programs(draw):
+    mats, vecs, scalars = typed_exprs()
+    lines = []
+    for _ in range(draw(st.integers(1, 6))):
+        kind = draw(st.sampled_from(["mat", "vec", "scalar", "backward", "grad", "hook", "no_grad", "update",
+                                     "retain", "print", "assert"]))
+        if kind == "mat":
+            lines.append(f"x2 = {draw(mats)}")
+        elif kind == "vec":
+            lines.append(f"w2 = {draw(vecs)}")
+        elif kind == "scalar":
+            lines.append(f"s = {draw(scalars)}")
+        elif kind == "backward":
+            lines.append(f"({draw(scalars)}).backward(retain_graph={draw(st.booleans())})")
+        elif kind == "grad":
+            lines.append(f"g, = grad({draw(scalars)}, [x], create_graph={draw(st.booleans())}, allow_unused=True)")
+        elif kind == "hook":
+            lines.append(f"h = x.register_hook(lambda g: g * {draw(st.sampled_from(['2', '0', 'nan', '-1']))})")
+        elif kind == "no_grad":
+            lines.append(f"with no_grad():\n    x2 = {draw(mats)}\n    w.add_(0.1)")
+        elif kind == "update":
+            lines.append(draw(st.sampled_from(["x.data.sub_(0.1 * ones(2, 2))", "x.grad.zero_()", "w.data.mul_(2)",
+                                               "x.requires_grad_(True)", "del x2", "h.remove()"])))
+        elif kind == "retain":
+            lines.append("x2 = x * 2\nx2.retain_grad()")
+        elif kind == "print":
+            lines.append(f"print({draw(st.one_of(mats, vecs, scalars))}, x.grad, w.grad)")
+        else:
+            lines.append(f"assert allclose({draw(vecs)}, {draw(vecs)}, atol=10.), 'close enough'")
+    lines.append(draw(st.one_of(scalars, mats)))
+    return "\n".join(lines)
+
+
+TYPED_DECLS = ["-g", "x=tensor([[0.5, -1.], [2., 0.25]])", "-g", "w=tensor([1., -2.])", "-l", "x2=ones(2, 2)",
+               "-l", "w2=zeros(2)"]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(program=typed_programs(), command=COMMANDS, anomaly=st.booleans())
+def test_well_typed_programs(program, command, anomaly):
+    code, doc = assert_contract([command, program, *TYPED_DECLS, *(["--detect-anomaly"] if anomaly else [])])
+    if doc["error"] is not None:  # well-typed and well-shaped: x.grad may be None, h not yet defined...
+        assert doc["error"]["kind"] in ("autograd", "check", "type", "name"), (program, doc["error"])
+
+
+HUGE = ["9" * 400, "9" * 5000, "1e999", "0." + "0" * 300 + "1", "10**10**10", "ones(10**9)", "2**64", "(2**64)**64",
+        "ones(10**5, 10**5)", "arange(10**12)", "x.expand(10**6, 2, 2)", "-" * 5000 + "1", "(" * 3000 + "1" + ")" * 3000,
+        "[" * 2000 + "]" * 2000, "x" + ".T" * 5000, "x" + "[0]" * 300, "'" + "a" * 20000 + "'", "f" * 10000]
 
 
 @st.composite
 def mutated(draw):
-    tokens = draw(programs).replace("(", " ( ").replace(")", " ) ").replace(",", " , ").split(" ")
+    text = draw(programs)
+    tokens = text.replace("(", " ( ").replace(")", " ) ").replace(",", " , ").replace(".", " . ").split(" ")
     for _ in range(draw(st.integers(1, 4))):
         if not tokens:
             break
         i = draw(st.integers(0, len(tokens) - 1))
-        op = draw(st.sampled_from(["delete", "swap", "duplicate", "insert", "huge"]))
+        op = draw(st.sampled_from(["delete", "swap", "duplicate", "insert", "char", "huge", "nest"]))
         if op == "delete":
             del tokens[i]
         elif op == "swap":
             j = draw(st.integers(0, len(tokens) - 1))
             tokens[i], tokens[j] = tokens[j], tokens[i]
         elif op == "duplicate":
-            tokens.insert(i, tokens[i])
+            tokens.insert(i, tokens[i] * draw(st.integers(1, 3)))
         elif op == "insert":
             tokens.insert(i, draw(st.sampled_from(["(", ")", "[", "]", ":", "lambda", "**", "=", "\n", "    ", "\t",
-                                                  "#", '"', "\\", "__class__", ".", ",", "with", "@"])))
-        else:
-            tokens.insert(i, draw(st.sampled_from(["9" * 400, "1e999", "0." + "0" * 300 + "1", "10**10**10",
-                                                  "ones(10**9)", "2**64"])))
+                                                  "#", '"', "\\", "__class__", ".", ",", "with", "@", ";", "\r",
+                                                  "\n    ", "\n\t", "import", "...", "'", "\\\n", "\x0c", "+="])))
+        elif op == "char":  # one arbitrary character, anywhere (control characters, surrogates, NUL...)
+            word = tokens[i]
+            k = draw(st.integers(0, len(word)))
+            tokens[i] = word[:k] + draw(st.characters(codec=None)) + word[k:]
+        elif op == "huge":
+            tokens.insert(i, draw(st.sampled_from(HUGE)))
+        else:  # wrap one token in deep nesting
+            depth = draw(st.integers(1, 3000))
+            kind = draw(st.sampled_from(["()", "[]", "-", "neg()", "(lambda g: )(1)"]))
+            if kind == "-":
+                tokens[i] = "-" * depth + tokens[i]
+            else:
+                head, tail = kind.split(")", 1) if kind.endswith("(1)") else (kind[:-1], kind[-1])
+                tokens[i] = head * depth + tokens[i] + (")" + tail if kind.endswith("(1)") else tail) * depth
     return " ".join(tokens)
 
 
 @FUZZ
-@given(program=mutated())
-def test_mutated_programs(program):
-    assert_contract(["eval", program, *DECLS])
+@given(program=mutated(), command=COMMANDS)
+def test_mutated_programs(program, command):
+    assert_contract([command, program, *DECLS])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(program=programs, data=st.data())
+def test_corrupted_bytes(program, data):
+    # The program as UTF-8 with bytes flipped, dropped or inserted, read from a file: either it still
+    # decodes (and runs or fails cleanly) or it is "not UTF-8 text" (exit 2).
+    raw = bytearray(program.encode())
+    for _ in range(data.draw(st.integers(1, 5))):
+        k = data.draw(st.integers(0, max(0, len(raw) - 1)))
+        byte = data.draw(st.integers(0, 255))
+        op = data.draw(st.sampled_from(["set", "insert", "delete"]))
+        if op == "set" and raw:
+            raw[k] = byte
+        elif op == "insert":
+            raw.insert(k, byte)
+        elif raw:
+            del raw[k]
+    with tempfile.NamedTemporaryFile("wb", suffix=".grad", delete=False) as fh:
+        fh.write(bytes(raw))
+    try:
+        code, doc = assert_contract(["eval", "-f", fh.name, *DECLS])
+        try:
+            bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            assert code == 2 and "is not UTF-8 text" in doc["error"]["message"]
+    finally:
+        os.unlink(fh.name)
 
 
 @FUZZ

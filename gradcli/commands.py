@@ -79,8 +79,10 @@ OPTIONS = _opts(
     Opt("atol", ("--atol",), float, 1e-5, metavar="A", help="Absolute tolerance."),
     Opt("rtol", ("--rtol",), float, 1e-3, metavar="R", help="Relative tolerance."),
     Opt("format", ("--format",), default="tree", metavar="FORMAT", help="tree, dot, mermaid or json."),
-    Opt("output", ("-o", "--output"), metavar="FILE", help="Write to FILE (.dot, .svg, .png)."),
-    Opt("show_saved", ("--saved",), bool, False, help="Show saved values' shapes on nodes."),
+    Opt("output", ("-o", "--output"), metavar="FILE",
+        help="Write to FILE: .dot, .mmd, .json, or .svg/.png through Graphviz's dot."),
+    Opt("show_saved", ("--show-saved", "--saved"), bool, False,
+        help="Show the shapes of the values each node saved for backward."),
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")

@@ -1,16 +1,27 @@
 """``gradcli graph``: the backward graph of the last value, as the seed articles draw it.
 
+"The last value" is the value of the last statement that produced a tensor (an expression or
+an assignment; ``print``, ``assert``, ``del`` and calls that return None, such as
+``out.backward()``, are skipped), so a program that ends by printing its results still has one.
+
 Every node is collected once by an iterative walk from the root's ``grad_fn`` along
-``next_functions`` (never recursive: chains of 100,000 nodes are fine). Renderings:
+``next_functions`` (never recursive: chains of 100,000 nodes are fine). A node's label carries
+its grad_fn name, the variable name the program bound to its output (the first name bound, if
+several), and its output's shape; a leaf's ``AccumulateGrad`` carries the leaf's name and
+shape; ``--show-saved`` adds the shapes of the values the node saved for backward (or
+"freed" once a backward without ``retain_graph`` released them). Renderings:
 
-- ``tree`` (default): the graph as an indented tree; a node reached a second time (a shared
-  sub-graph) is shown as a reference ``(see #3)``, and indentation stops growing past
-  ``MAX_INDENT`` levels so that a long chain stays readable instead of drifting off-screen.
-- ``dot`` (Graphviz), ``mermaid`` and ``json`` text; ``-o FILE`` writes ``.dot``, or ``.svg``/
-  ``.png`` through Graphviz's ``dot`` program where it is installed.
+- ``tree`` (default): an indented tree drawn here line by line (rich's own Tree recurses on
+  depth); a node reached a second time (a shared sub-graph) is shown once and then as a
+  reference ``(see #3: AddBackward0)``, and indentation stops growing past ``MAX_INDENT``
+  levels (deeper lines say ``[depth N]``) so that a long chain stays readable.
+- ``dot`` (Graphviz), ``mermaid`` and ``json`` text; ``-o FILE`` writes ``.dot``/``.gv``,
+  ``.mmd``, ``.json``, or ``.svg``/``.png`` through Graphviz's ``dot`` program where it is
+  installed (exit 3 with a hint where it is not).
 
-Edges point from a node to the node that consumes its gradient's input, as in
-``next_functions``: ``MeanBackward0 -> AddBackward0 -> AccumulateGrad``.
+Edges point from a node to the node that receives its gradient for one input, as in
+``next_functions``: ``MeanBackward0 -> AddBackward0 -> AccumulateGrad``; an edge carries the
+input's position where a node has several.
 """
 
 from __future__ import annotations
@@ -20,11 +31,99 @@ import shutil
 import subprocess
 import sys
 
-from .errors import DeviceError, GradTypeError, UsageError
+from .errors import DeviceError, GradcliError, GradTypeError, UsageError
 
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")
+# -o: file extension -> the format written (None: DOT rendered by Graphviz)
+OUTPUTS = {".dot": "dot", ".gv": "dot", ".mmd": "mermaid", ".json": "json", ".svg": None, ".png": None}
+GRAPHVIZ_HINT = ("install Graphviz, which provides 'dot' (Debian/Ubuntu: the package graphviz, "
+                 "sudo apt-get install graphviz; macOS: brew install graphviz), "
+                 "or write DOT text with -o graph.dot")
 
+
+# -- running a program, remembering names --------------------------------------------------------
+
+_TRACING = []
+
+
+def tracing_class():
+    """An Interpreter that remembers the name first bound to each tensor's node (its grad_fn,
+    or the tensor itself for a leaf), and the last value that was a tensor."""
+    if _TRACING:
+        return _TRACING[0]
+    from .interpreter import Interpreter
+    from .tensor import Tensor
+
+    class TracingInterpreter(Interpreter):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            # id(grad_fn or leaf tensor) -> (that object, kept alive so the id stays its own; name)
+            self.bound: dict[int, tuple[object, str]] = {}
+            self.last_tensor = None
+            self.last_tensor_line = None
+
+        def _bind(self, name, value):
+            super()._bind(name, value)
+            if isinstance(value, Tensor):
+                key = value.grad_fn if value.grad_fn is not None else value
+                if id(key) not in self.bound:
+                    self.bound[id(key)] = (key, name)
+
+        def _exec(self, stmt):
+            super()._exec(stmt)
+            if isinstance(self.last_value, Tensor):
+                self.last_tensor = self.last_value
+                self.last_tensor_line = stmt.line
+
+        def name_of(self, obj):
+            entry = self.bound.get(id(obj))
+            return entry[1] if entry is not None and entry[0] is obj else None
+
+    _TRACING.append(TracingInterpreter)
+    return TracingInterpreter
+
+
+class Prepared:
+    """A program read and parsed once, with its ``-l``/``-g`` declarations, ready to run."""
+
+    __slots__ = ("source", "program", "decls")
+
+    def __init__(self, source, program, decls):
+        self.source, self.program, self.decls = source, program, decls
+
+
+def prepare(opts) -> Prepared:
+    """Read, configure and parse (the steps of ``session.run`` before the program runs).
+    Errors raise, carrying the source where they have a line."""
+    from . import session, syntax
+    source = None
+    try:
+        source = session.read_source(opts)
+        opts.source, opts.file = source.text, None
+        session.configure(opts)
+        decls = session.parse_declarations(opts)
+        program = syntax.parse(source.text, filename=source.name)
+        session.check_program_size(program)
+    except GradcliError as err:
+        err.source_text = source.text if source is not None and err.line is not None else None
+        raise
+    return Prepared(source, program, decls)
+
+
+def execute(opts, prepared: Prepared, interp, configure: bool = True):
+    """Run the prepared program in ``interp`` from a fresh engine state; its RunResult (errors
+    in the program land in ``result.error``, with the source attached)."""
+    from . import session
+    if configure:
+        session.configure(opts)
+    result = session.execute(interp, prepared.decls, prepared.program)
+    if result.error is not None:
+        result.error.source_text = prepared.source.text
+    return result
+
+
+# -- the graph ------------------------------------------------------------------------------------
 
 class GraphNode:
     __slots__ = ("id", "node", "name", "variable", "shape", "saved", "edges")
@@ -34,11 +133,10 @@ class GraphNode:
         self.edges: list[tuple[int, int]] = []   # (child id, input index), in next_functions order
 
 
-def collect(root, names: dict[int, str]) -> list[GraphNode]:
+def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
     """All nodes reachable from ``root`` (a grad_fn), numbered in breadth-first order.
 
-    ``names`` maps ``id(tensor)`` of named leaves and ``id(grad_fn)`` of named results to the
-    variable name."""
+    ``name_of(obj)`` gives the variable name bound to a node, or to a leaf tensor."""
     from .node import AccumulateGrad
     index: dict[int, GraphNode] = {}
     order: list[GraphNode] = []
@@ -49,11 +147,11 @@ def collect(root, names: dict[int, str]) -> list[GraphNode]:
             if isinstance(node, AccumulateGrad):
                 var = node.variable
                 shape = list(var.shape) if var is not None else None
-                variable = names.get(id(var)) if var is not None else None
+                variable = name_of(var) if var is not None else None
             else:
                 shape = getattr(node, "_shape", None)
                 shape = list(shape) if shape is not None else None
-                variable = names.get(id(node))
+                variable = name_of(node)
             g = GraphNode(len(order), node, node.name_for_repr(), variable, shape, _saved_shapes(node))
             index[id(node)] = g
             order.append(g)
@@ -71,24 +169,21 @@ def collect(root, names: dict[int, str]) -> list[GraphNode]:
 
 
 def _saved_shapes(node):
-    """Shapes of the values the node saved for backward: a list, 'freed', or None (nothing)."""
-    saved = getattr(node, "_saved", None)
-    if saved is None:
-        return "freed" if (any(getattr(node, "save_inputs", ())) or getattr(node, "save_result", False)) else None
-    try:
-        inputs, result = saved
-    except (TypeError, ValueError):
+    """Shapes of the values the node saved for backward: a list, "freed", or None (nothing)."""
+    live = getattr(node, "_live", None)
+    if live is None:
         return None
-    out = []
-    for name, value in zip(getattr(node, "input_names", ()), inputs):
-        if value is not None and hasattr(value, "shape"):
-            out.append(f"{name}: {list(value.shape)}")
+    if live is False:
+        return "freed"
+    inputs, result = node._saved
+    out = [f"{name}: {list(value.shape)}" for name, value in zip(node.input_names, inputs)
+           if value is not None and hasattr(value, "shape")]
     if result is not None and hasattr(result, "shape"):
         out.append(f"result: {list(result.shape)}")
     return out or None
 
 
-def label(g: GraphNode, show_saved: bool = False, sep: str = " ") -> str:
+def label_parts(g: GraphNode, show_saved: bool = False) -> list[str]:
     parts = [g.name]
     if g.variable:
         parts.append(g.variable)
@@ -96,50 +191,102 @@ def label(g: GraphNode, show_saved: bool = False, sep: str = " ") -> str:
         parts.append(str(g.shape))
     if show_saved and g.saved:
         parts.append("saved " + ("freed" if g.saved == "freed" else ", ".join(g.saved)))
-    return sep.join(parts)
+    return parts
+
+
+def label(g: GraphNode, show_saved: bool = False, sep: str = " ") -> str:
+    return sep.join(label_parts(g, show_saved))
 
 
 # -- renderings ----------------------------------------------------------------------------------
 
-def tree_lines(nodes: list[GraphNode], show_saved: bool = False) -> list[str]:
-    """Indented tree, depth-first in next_functions order; repeated nodes become references."""
+def tree_rows(nodes: list[GraphNode]):
+    """The tree, depth-first in next_functions order, as ``(prefix, node id, first time, depth)``
+    rows; a node already shown is a reference row (``first time`` False)."""
     if not nodes:
-        return []
-    lines = []
+        return
     shown = set()
-    # stack entries: (node id, prefix for this line, prefix for its children, depth)
+    # stack entries: (node id, prefix of this line, prefix of its children's lines, depth)
     stack = [(0, "", "", 0)]
     while stack:
         nid, head, rest, depth = stack.pop()
-        g = nodes[nid]
         if nid in shown:
-            lines.append(f"{head}(see #{nid}: {g.name})")
+            yield head, nid, False, depth
             continue
         shown.add(nid)
-        more = f"  [depth {depth}]" if depth > MAX_INDENT else ""
-        lines.append(f"{head}#{nid} {label(g, show_saved)}{more}")
-        children = g.edges
+        yield head, nid, True, depth
+        children = nodes[nid].edges
         flat = depth >= MAX_INDENT  # stop indenting: children share this level
         for pos in range(len(children) - 1, -1, -1):
-            child, _ = children[pos]
+            child = children[pos][0]
             last = pos == len(children) - 1
             if flat:
                 stack.append((child, rest + ("└─ " if last else "├─ "), rest, depth + 1))
             else:
                 stack.append((child, rest + ("└── " if last else "├── "),
                               rest + ("    " if last else "│   "), depth + 1))
+
+
+def tree_lines(nodes: list[GraphNode], show_saved: bool = False) -> list[str]:
+    lines = []
+    for head, nid, first, depth in tree_rows(nodes):
+        g = nodes[nid]
+        if not first:
+            lines.append(f"{head}(see #{nid}: {g.name})")
+        else:
+            more = f"  [depth {depth}]" if depth > MAX_INDENT else ""
+            lines.append(f"{head}#{nid} {label(g, show_saved)}{more}")
     return lines
 
 
+def print_tree(nodes: list[GraphNode], show_saved: bool = False, file=None) -> None:
+    """The tree on a terminal in colour (grad_fn names, variable names, shapes), else plain."""
+    file = file or sys.stdout
+    is_tty = hasattr(file, "isatty") and file.isatty()
+    if not is_tty or os.environ.get("NO_COLOR"):
+        lines = tree_lines(nodes, show_saved)
+        file.write("\n".join(lines) + "\n")
+        return
+    from rich.text import Text
+
+    from .render import _console
+    console = _console(file)
+    out = Text()
+    for head, nid, first, depth in tree_rows(nodes):
+        g = nodes[nid]
+        out.append(head, style="dim")
+        if not first:
+            out.append(f"(see #{nid}: {g.name})\n", style="dim italic")
+            continue
+        out.append(f"#{nid} ", style="dim")
+        out.append(g.name, style="blue" if g.name == "AccumulateGrad" else "cyan")
+        if g.variable:
+            out.append(f" {g.variable}", style="bold")
+        if g.shape is not None:
+            out.append(f" {g.shape}")
+        if show_saved and g.saved:
+            out.append(" saved " + ("freed" if g.saved == "freed" else ", ".join(g.saved)), style="magenta")
+        if depth > MAX_INDENT:
+            out.append(f"  [depth {depth}]", style="dim")
+        out.append("\n")
+    console.print(out, end="", soft_wrap=True)
+
+
+def _dot_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def to_dot(nodes: list[GraphNode], show_saved: bool = False) -> str:
-    out = ["digraph gradcli {", '  rankdir="TB";', '  node [shape=box, style="rounded,filled", fontname="monospace"];']
+    out = ["digraph gradcli {", '  rankdir="TB";',
+           '  node [shape=box, style="rounded,filled", fontname="monospace"];']
     for g in nodes:
         fill = "lightblue" if g.name == "AccumulateGrad" else "lightgray" if g.id == 0 else "white"
-        text = label(g, show_saved, sep="\n").replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        text = "\\n".join(_dot_string(p) for p in label_parts(g, show_saved))
         out.append(f'  n{g.id} [label="{text}", fillcolor="{fill}"];')
     for g in nodes:
+        several = len(g.edges) > 1
         for child, k in g.edges:
-            out.append(f'  n{g.id} -> n{child} [label="{k}"];' if len(g.edges) > 1 else f"  n{g.id} -> n{child};")
+            out.append(f'  n{g.id} -> n{child} [label="{k}"];' if several else f"  n{g.id} -> n{child};")
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -147,11 +294,12 @@ def to_dot(nodes: list[GraphNode], show_saved: bool = False) -> str:
 def to_mermaid(nodes: list[GraphNode], show_saved: bool = False) -> str:
     out = ["graph TD"]
     for g in nodes:
-        text = label(g, show_saved, sep="<br/>").replace('"', "#quot;")
+        text = "<br/>".join(p.replace('"', "#quot;") for p in label_parts(g, show_saved))
         out.append(f'  n{g.id}["{text}"]')
     for g in nodes:
-        for child, _ in g.edges:
-            out.append(f"  n{g.id} --> n{child}")
+        several = len(g.edges) > 1
+        for child, k in g.edges:
+            out.append(f"  n{g.id} -->|{k}| n{child}" if several else f"  n{g.id} --> n{child}")
     return "\n".join(out) + "\n"
 
 
@@ -164,65 +312,102 @@ def to_json(nodes: list[GraphNode], show_saved: bool = False) -> dict:
     }
 
 
+def json_text(nodes: list[GraphNode], show_saved: bool = False) -> str:
+    """The JSON graph, one line per node and per edge."""
+    from .render import dump_document
+    return dump_document(to_json(nodes, show_saved)) + "\n"
+
+
+def text_in(fmt: str, nodes: list[GraphNode], show_saved: bool) -> str:
+    if fmt == "dot":
+        return to_dot(nodes, show_saved)
+    if fmt == "mermaid":
+        return to_mermaid(nodes, show_saved)
+    if fmt == "json":
+        return json_text(nodes, show_saved)
+    return "\n".join(tree_lines(nodes, show_saved)) + "\n"
+
+
 # -- the command ---------------------------------------------------------------------------------
 
-def graph_of(result):
-    """The nodes of the last value's backward graph, with variable names from the program."""
-    from .tensor import Tensor
-    last = result.last_value
-    if not isinstance(last, Tensor):
-        raise GradTypeError("the program's last value is not a tensor, so it has no backward graph")
-    names: dict[int, str] = {}
-    for name, t in result.tensors:
-        names.setdefault(id(t.grad_fn) if t.grad_fn is not None else id(t), name)
-    if last.grad_fn is None:
-        if last.requires_grad:
-            from .node import AccumulateGrad
-            return collect(last._accumulator() if hasattr(last, "_accumulator") else AccumulateGrad(last), names)
-        return []
-    return collect(last.grad_fn, names)
+def graph_of(interp) -> list[GraphNode]:
+    """The nodes of the last value's backward graph (empty when it does not require grad)."""
+    last = interp.last_tensor
+    if last is None:
+        raise GradTypeError("the program computes no tensor, so there is no backward graph to draw",
+                            hint="end the program with the value to draw, e.g. mean(x * w + 2)")
+    if last.grad_fn is not None:
+        return collect(last.grad_fn, interp.name_of)
+    if last.requires_grad:  # a leaf: its AccumulateGrad alone
+        return collect(last._accumulator(), interp.name_of)
+    return []
 
 
 def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bool = False) -> int:
-    from .commands import run_program
-    if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    ext = os.path.splitext(output)[1].lower() if output else None
-    if output and ext not in (".dot", ".gv", ".svg", ".png"):
-        raise UsageError(f"-o writes .dot, .svg or .png files, not {output!r}")
-    src, program, interp, result = run_program(opts)
-    if result.error is not None:
-        raise result.error
-    nodes = graph_of(result)
-    if output:
-        dot = to_dot(nodes, show_saved)
-        if ext in (".dot", ".gv"):
-            _write(output, dot)
-        else:
-            _render(dot, output, ext[1:])
-        if not opts.json:
-            print(f"wrote {output} ({len(nodes)} nodes)")
+    result = None
+    try:
+        result, nodes = _graph(opts, fmt, output, show_saved)
+    except GradcliError as err:
+        return report_json(opts, result, err, {"graph": None})
+    from . import render
+    failed = 1 if any(not c.passed for c in result.checks) else 0  # the program's own asserts
     if opts.json:
-        from . import render
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
                                    extra={"graph": to_json(nodes, show_saved)}))
-        return 0
-    if output:
-        return 0
-    if fmt == "dot":
-        sys.stdout.write(to_dot(nodes, show_saved))
-    elif fmt == "mermaid":
-        sys.stdout.write(to_mermaid(nodes, show_saved))
-    elif fmt == "json":
-        import json
-        print(json.dumps(to_json(nodes, show_saved), indent=1))
+    elif output:
+        print(f"wrote {output} ({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
+    elif not nodes:
+        print("(no graph: the last value does not require grad)")
+    elif fmt == "tree":
+        print_tree(nodes, show_saved)
     else:
-        lines = tree_lines(nodes, show_saved)
-        if not lines:
-            print("(no graph: the last value does not require grad)")
-        else:
-            sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+        sys.stdout.write(text_in(fmt, nodes, show_saved))
+    sys.stdout.flush()
+    render.print_failed_checks(result)
+    return failed
+
+
+def _graph(opts, fmt, output, show_saved):
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    ext = written = None
+    if output:
+        ext = os.path.splitext(output)[1].lower()
+        if ext not in OUTPUTS:
+            raise UsageError(f"-o writes .dot, .svg, .png, .mmd or .json files, not {output!r}")
+        written = OUTPUTS[ext] or "dot"
+        if fmt != "tree" and fmt != written:
+            raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
+    prepared = prepare(opts)
+    interp = tracing_class()(auto_backward=False)
+    result = execute(opts, prepared, interp, configure=False)
+    try:
+        if result.error is not None:
+            raise result.error
+        nodes = graph_of(interp)
+        if output:
+            if OUTPUTS[ext] is None:
+                _render(to_dot(nodes, show_saved), output, ext[1:])
+            else:
+                _write(output, text_in(written, nodes, show_saved))
+    except GradcliError as err:
+        err.partial_result = result
+        raise
+    return result, nodes
+
+
+def report_json(opts, result, err, extra: dict) -> int:
+    """Under --json, one document with the run so far, the error and ``extra``; else re-raise
+    (the command's guard prints the message). The exit code."""
+    if not opts.json:
+        raise err
+    from . import render
+    result = result if result is not None else getattr(err, "partial_result", None)
+    print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=err, extra=extra))
+    if result is not None:
+        render.print_failed_checks(result)
+    print(render.error_text(err, getattr(err, "source_text", None)), file=sys.stderr)
+    return err.exit_code
 
 
 def _write(path: str, text: str) -> None:
@@ -236,12 +421,13 @@ def _write(path: str, text: str) -> None:
 def _render(dot: str, path: str, fmt: str) -> None:
     exe = shutil.which("dot")
     if exe is None:
-        raise DeviceError(f"cannot write {path}: Graphviz's 'dot' program is not installed",
-                          hint="install Graphviz (Debian/Ubuntu: sudo apt install graphviz; macOS: brew install "
-                               "graphviz), or write DOT text with -o graph.dot")
+        raise DeviceError(f"cannot write {path}: Graphviz's 'dot' program is not installed", hint=GRAPHVIZ_HINT)
     try:
-        proc = subprocess.run([exe, f"-T{fmt}", "-o", path], input=dot.encode(), capture_output=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise DeviceError(f"Graphviz's dot failed: {exc}") from None
+        proc = subprocess.run([exe, f"-T{fmt}", "-o", path], input=dot.encode(), capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        raise DeviceError("Graphviz's dot ran for more than 300 s", hint="write DOT text with -o graph.dot") from None
+    except OSError as exc:
+        raise DeviceError(f"cannot run Graphviz's dot ({exe}): {exc.strerror or exc}") from None
     if proc.returncode != 0:
-        raise DeviceError(f"Graphviz's dot failed: {proc.stderr.decode(errors='replace').strip()[:500]}")
+        detail = proc.stderr.decode(errors="replace").strip()[:500]
+        raise DeviceError(f"Graphviz's dot failed (exit {proc.returncode})" + (f": {detail}" if detail else ""))

@@ -29,22 +29,49 @@ def node_class(name: str):
     return None
 
 
+def arguments(signature: str) -> list[str]:
+    """The parameters of a signature such as ``add(input, other, *, alpha=1)``."""
+    inner = signature.split("(", 1)[1].rsplit(")", 1)[0]
+    return [p.strip() for p in inner.split(",") if p.strip()]
+
+
+def method_form(info) -> str | None:
+    """``x.add(other, *, alpha=1)``: the method, with the arguments after the tensor it is called on."""
+    if not info.method:
+        return None
+    name = info.name if info.method is True else info.method
+    rest = arguments(info.signature)[1:]
+    if rest and rest[0] == "*":  # nothing positional is left before the keyword-only ones
+        rest = rest[1:]
+    return f"x.{name}({', '.join(rest)})"
+
+
+def grad_fns_of(info) -> tuple[tuple, str | None]:
+    """The grad_fn names a function records, and where they come from when it is not itself
+    (an in-place op records the node of its out-of-place form: ``y.add_(1)`` gives AddBackward0)."""
+    from .function import FUNCTIONS
+    if info.grad_fns or info.category != "in-place":
+        return info.grad_fns, None
+    outplace = FUNCTIONS.get(info.name.rstrip("_"))
+    if outplace is None:
+        return (), None
+    return outplace.grad_fns, outplace.name
+
+
 def rows() -> list[dict]:
     from .function import FUNCTIONS
     out = []
     for info in FUNCTIONS.values():
-        method = None
-        if info.method:
-            method = f"x.{info.name if info.method is True else info.method}(...)"
+        grad_fns, via = grad_fns_of(info)
         derivatives = {}
-        for grad_fn in info.grad_fns:
+        for grad_fn in grad_fns:
             cls = node_class(grad_fn)
             derivatives[grad_fn] = {inp: text for inp, text in getattr(cls, "derivatives", ())} if cls else {}
         out.append({
-            "name": info.name, "signature": info.signature, "method": method,
-            "operator": OPERATORS.get(info.name), "arity": info.arity, "category": info.category,
-            "differentiable": info.differentiable, "grad_fns": list(info.grad_fns),
-            "derivatives": derivatives, "doc": info.doc,
+            "name": info.name, "signature": info.signature, "arguments": arguments(info.signature),
+            "method": method_form(info), "operator": OPERATORS.get(info.name), "arity": info.arity,
+            "category": info.category, "differentiable": info.differentiable, "grad_fns": list(grad_fns),
+            "grad_fns_of": via, "derivatives": derivatives, "doc": info.doc,
         })
     return out
 
@@ -68,13 +95,14 @@ def run_ops(json_output: bool = False) -> int:
     table.add_column("grad_fn", style="cyan", overflow="fold")
     table.add_column("derivative", overflow="fold")
     for r in data:
-        forms = " ".join(x for x in (r["method"], r["operator"]) if x) or "-"
+        forms = "\n".join(x for x in (r["method"], r["operator"]) if x) or "-"
         if not r["grad_fns"]:
-            deriv = Text("not differentiable" if not r["differentiable"] else "(no graph node)", style="dim")
-            table.add_row(r["signature"], forms, "-", deriv)
+            why = "not differentiable" if not r["differentiable"] else \
+                "creates a leaf" if r["category"] == "creation" else "(no graph node)"
+            table.add_row(r["signature"], forms, "-", Text(why, style="dim"))
             continue
         for k, (grad_fn, formulas_by_input) in enumerate(r["derivatives"].items()):
-            formula = "; ".join(f"{i}: {v}" for i, v in formulas_by_input.items()) or "-"
+            formula = "\n".join(f"{i}: {v}" for i, v in formulas_by_input.items()) or "-"
             table.add_row(r["signature"] if k == 0 else "", forms if k == 0 else "", grad_fn, formula)
     _console().print(table)
     return 0

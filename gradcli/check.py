@@ -190,8 +190,10 @@ def _checking_class():
                 return out
             if fn is method_backward or fn is self.builtins["backward"]:
                 call = self._describe(fn, args, kwargs, node)
-                if call is None:  # arguments it will refuse: let it say so
-                    return super()._call(fn, args, kwargs, node)
+                if call is None:  # arguments it may refuse: let it say so; if it does not, say so later
+                    out = super()._call(fn, args, kwargs, node)
+                    self.calls.append(BackwardCall(getattr(node, "line", None) or self._line, None, None))
+                    return out
                 before = self._grads() if self.track_grads else None
                 out = super()._call(fn, args, kwargs, node)
                 self.calls.append(call)
@@ -221,6 +223,8 @@ def _checking_class():
             for r, g in zip(roots, gradients):
                 if g is None:
                     value += float(np.sum(host(r)))
+                elif isinstance(g, (int, float)) and r.numel() == 1:
+                    value += float(g) * float(np.sum(host(r)))
                 elif isinstance(g, Tensor) and g.shape == r.shape:
                     value += float(np.sum(host(r) * host(g)))
                 else:
@@ -349,6 +353,8 @@ def _check(opts, eps, atol, rtol):
 
     def fail(err):
         err.partial_result = result
+        if err.line is not None and getattr(err, "source_text", None) is None:
+            err.source_text = prepared.source.text
         return err
 
     if result.error is not None:
@@ -359,6 +365,11 @@ def _check(opts, eps, atol, rtol):
                                  "with requires_grad=True and bind it to a name"))
     notes = []
     if interp.calls:  # the program runs backward itself: check what its calls accumulated
+        odd = next((c for c in interp.calls if c.value is None), None)
+        if odd is not None:
+            raise fail(GradTypeError("check cannot tell which value this backward() call differentiates "
+                                     "(give it a tensor, and a gradient tensor of the same shape or none)",
+                                     line=odd.line, column=1))
         counted = [state.counted for state in interp.states]
         lines = sorted({interp.calls[i].line for c in counted for i in c if interp.calls[i].line})
         plan = Plan(True, "the program's backward() calls" +
@@ -383,16 +394,15 @@ def _check(opts, eps, atol, rtol):
         if not last.requires_grad:
             raise fail(GradTypeError(f"the last value (line {interp.last_tensor_line}) does not require grad: it "
                                      "does not depend on any leaf that requires grad, or was computed under no_grad",
-                                     hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
+                                     hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)",
+                                     line=interp.last_tensor_line, column=interp.last_tensor_column))
         plan = Plan(False, f"the last value (line {interp.last_tensor_line})" +
                     ("" if last.numel() == 1 else ", summed"), None)
         from .creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
         except GradcliError as err:
-            err.at(interp.last_tensor_line, None)
-            if err.column is None:
-                err.column = 1
+            err.at(interp.last_tensor_line, interp.last_tensor_column)
             if "second time" in err.message:
                 err.hint = ("check differentiates the last value; the program's own grad() call freed its "
                             "graph: pass retain_graph=True to it")
@@ -405,7 +415,7 @@ def _check(opts, eps, atol, rtol):
     narrow = sorted({name for name, t in leaves if t.dtype.name != "float64"})
     if narrow:
         notes.append(f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} not float64: finite differences "
-                     f"in lower precision are inaccurate")
+                     f"in lower precision are inaccurate (leave out dtype= so that check's float64 applies)")
 
     checked = [(number, name, t) for number, (name, t) in enumerate(leaves) if number not in skipped]
     total = sum(t.numel() for _, _, t in checked)

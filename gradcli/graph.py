@@ -61,7 +61,7 @@ def tracing_class():
             # id(grad_fn or leaf tensor) -> (that object, kept alive so the id stays its own; name)
             self.bound: dict[int, tuple[object, str]] = {}
             self.last_tensor = None
-            self.last_tensor_line = None
+            self.last_tensor_line = self.last_tensor_column = None
 
         def _bind(self, name, value):
             super()._bind(name, value)
@@ -74,7 +74,7 @@ def tracing_class():
             super()._exec(stmt)
             if isinstance(self.last_value, Tensor):
                 self.last_tensor = self.last_value
-                self.last_tensor_line = stmt.line
+                self.last_tensor_line, self.last_tensor_column = stmt.line, stmt.column
 
         def name_of(self, obj):
             entry = self.bound.get(id(obj))

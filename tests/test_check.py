@@ -175,6 +175,24 @@ def test_the_program_is_parsed_once(capsys, monkeypatch):
     assert calls.count("sum(x * x)") == 1  # 1 run + 10 finite-difference runs, one parse
 
 
+def test_a_float32_leaf_is_noted(capsys):
+    code, doc, _ = run_json(capsys, "x = tensor([1., 2.], dtype=float32, requires_grad=True); sum(x * x)")
+    assert code == 1  # float32 finite differences with eps=1e-6 are far off
+    assert doc["note"] == ("x is not float64: finite differences in lower precision are inaccurate "
+                           "(leave out dtype= so that check's float64 applies)")
+    assert run(capsys, "x = tensor([1., 2.], requires_grad=True); sum(x * x)")[0] == 0
+
+
+def test_on_a_second_array_namespace(capsys):
+    pytest.importorskip("array_api_strict")
+    program = "y = sum(sin(x[1:]) * x[1:]); y.backward(); z = (x * x).mean()"
+    code, doc, _ = run_json(capsys, program, "-g", "x=rand(3)", "--device", "array_api_strict")
+    assert code == 0 and gradcheck(doc)["x"]["passed"] is True
+    code, doc, _ = run_json(capsys, "h = x.register_hook(lambda g: g * 2); (x * x).mean()", "-g", "x=rand(3)",
+                            "--device", "array_api_strict")
+    assert code == 1 and gradcheck(doc)["x"]["passed"] is False
+
+
 # -- programs that call backward themselves ------------------------------------------------------
 
 def test_explicit_backward_checks_what_the_program_accumulated(capsys):

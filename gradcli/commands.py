@@ -96,8 +96,9 @@ COMMANDS = {
         _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision") + _LIMITS),
     "check": Command(
         "check_command",
-        "Compare each leaf's analytic gradient of the last value with central finite differences "
-        "(in float64). Exit 0 when all agree, 1 otherwise.\n\n\b\nExample:\n"
+        "Compare each leaf's analytic gradient of the last value (summed), or what the program's own "
+        "backward() calls put in .grad, with central finite differences (in float64). Exit 0 when all "
+        "agree, 1 otherwise.\n\n\b\nExample:\n"
         "  gradcli check 'sum(sin(x) * x)' -g 'x=rand(3)'",
         _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision") + _LIMITS),
     "graph": Command(

@@ -338,7 +338,6 @@ def _check(opts, eps, atol, rtol):
 
     from . import session
     from .graph import execute, prepare
-    from .tensor import Tensor
 
     for flag, value in (("--eps", eps), ("--atol", atol), ("--rtol", rtol)):
         if not (value >= 0 and math.isfinite(value)) or (flag == "--eps" and value == 0):

@@ -42,7 +42,7 @@ class ArrayMath:
     def log(self, x): return self.xp.log(x)
     def sin(self, x): return self.xp.sin(x)
     def cos(self, x): return self.xp.cos(x)
-    def sign(self, x): return self.xp.sign(x)
+    def sign(self, x): return self.xp.where(x == x, self.xp.sign(x), self.xp.zeros_like(x))  # sign(nan) = 0, as torch
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
 

@@ -264,7 +264,11 @@ def check_program_size(program) -> None:
 
 
 def _with_numpy_quiet(fn):
-    """NumPy warns on log(0), 0/0...; torch returns inf/nan silently, and so do we."""
+    """NumPy warns on log(0), 0/0... (floating-point errors) and on the mean or variance of an empty
+    slice (Python RuntimeWarnings); torch returns inf/nan silently, and so do we."""
+    import warnings
+
     import numpy as np
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
         return fn()

@@ -243,11 +243,12 @@ cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self
 tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
 tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "grad * (1 - result * result)", "Hyperbolic tangent.")
 sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "grad * (1 - result) * result", "Logistic sigmoid 1 / (1 + e**-x).")
-relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x > 0, x, xp.zeros_like(x)),
-              "grad * F.mask(result > 0, grad)", "max(x, 0), elementwise.", keep_int=True)
+# relu(nan) is nan and passes the gradient (torch's threshold_backward zeroes only where result <= 0)
+relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x <= 0, xp.zeros_like(x), x),
+              "grad * (1 - F.mask(result <= 0, grad))", "max(x, 0), elementwise.", keep_int=True)
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
 SignBackward0 = define_node("SignBackward0", self="F.zeros_like(grad)")
-SignBackward0.forward = staticmethod(lambda xp, x: xp.sign(x))
+SignBackward0.forward = staticmethod(lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)))  # sign(nan) is 0
 
 
 @function("sign(input)", grad_fns=("SignBackward0",))
@@ -312,13 +313,14 @@ def clamp(input, min=None, max=None):
 
 MaximumBackward0 = define_node(
     "MaximumBackward0", inputs=("self", "other"), broadcasts=True,
-    self="F.where(self == other, grad / 2, F.where(self > other, grad, 0.0))",
-    other="F.where(self == other, grad / 2, F.where(self < other, grad, 0.0))")
+    # torch's masked_fill(self < other, 0): where a NaN is compared, both inputs get the gradient
+    self="F.where(self == other, grad / 2, F.where(self < other, 0.0, grad))",
+    other="F.where(self == other, grad / 2, F.where(self > other, 0.0, grad))")
 MaximumBackward0.forward = staticmethod(lambda xp, a, b: xp.maximum(a, b))
 MinimumBackward0 = define_node(
     "MinimumBackward0", inputs=("self", "other"), broadcasts=True,
-    self="F.where(self == other, grad / 2, F.where(self < other, grad, 0.0))",
-    other="F.where(self == other, grad / 2, F.where(self > other, grad, 0.0))")
+    self="F.where(self == other, grad / 2, F.where(self > other, 0.0, grad))",
+    other="F.where(self == other, grad / 2, F.where(self < other, 0.0, grad))")
 MinimumBackward0.forward = staticmethod(lambda xp, a, b: xp.minimum(a, b))
 
 

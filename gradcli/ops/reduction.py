@@ -50,6 +50,8 @@ def _keep(F, t, sizes, dim, keepdim):
 def evenly_distribute(F, grad, self, result):
     """Gradient of a full max/min: split evenly between all elements equal to the result."""
     mask = F.mask(self == result, grad)
+    # a NaN result came from the NaNs: they share the gradient (torch's evenly_distribute_backward)
+    mask = mask + F.mask(F.logical_and(self != self, result != result), grad)
     return mask * (grad / F.sum(mask))
 
 

@@ -157,6 +157,9 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         from .engine import backward
+        if gradient is not None and gradient.__class__ is not Tensor:
+            # torch fails here too (with "'int' object is not iterable"); say what is meant
+            raise GradTypeError(f"backward(): gradient must be a Tensor or None, not {type(gradient).__name__}")
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
 
     def detach(self) -> "Tensor":

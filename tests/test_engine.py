@@ -452,3 +452,12 @@ def test_grad_mode_managers_are_decorators_too():
     assert not doubled(x).requires_grad and gc.is_grad_enabled()
     with gc.no_grad():
         assert tripled(x).requires_grad and not gc.is_grad_enabled()
+
+
+def test_backward_gradient_must_be_a_tensor():
+    x = gc.ones(2, requires_grad=True)
+    y = (x * 2).sum()
+    with pytest.raises(GradTypeError, match="gradient must be a Tensor or None, not int"):
+        y.backward(5)
+    y.backward(gc.tensor(5.0))
+    close(x.grad, [10, 10])

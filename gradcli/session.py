@@ -116,7 +116,8 @@ def _decode(data: bytes, where: str) -> str:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{where} is not UTF-8 text (invalid byte at offset {exc.start})",
+        looks = " (it looks like UTF-16)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise UsageError(f"{where} is not UTF-8 text{looks} (invalid byte at offset {exc.start})",
                          hint="save the program as UTF-8") from None
     return _check_text(text, where)
 

@@ -95,3 +95,18 @@ def test_ci_script_runs(tmp_path):
     proc = subprocess.run(["sh", str(EXAMPLES / "ci.sh")], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("gradcli checks passed")
+
+
+def test_readme_shows_real_output(capsys, monkeypatch):
+    """The README's first screen shows what the example really prints."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
+    shown = readme.split("The first command prints (real output, `NO_COLOR=1`):\n\n```\n")[1].split("```")[0]
+    _, text = _table_text(capsys, monkeypatch, EXAMPLES / "seed3_quickstart.grad")
+    assert shown == text
+
+
+def test_ci_runs_the_readme_test_command():
+    script = (EXAMPLES.parent / ".ci" / "run").read_text()
+    assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in script

@@ -394,8 +394,8 @@ class Interpreter:
             except GradcliError as err:
                 raise err.at(n.line, n.column)
             except RecursionError:
-                raise LimitError("maximum recursion depth exceeded: a lambda or hook that calls itself, "
-                                 "directly or through backward()").at(n.line, n.column) from None
+                raise LimitError("maximum recursion depth exceeded: a lambda or hook that calls itself (directly "
+                                 "or through backward()), or values nested too deeply").at(n.line, n.column) from None
             except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
                 raise _translate(exc).at(n.line, n.column) from None
         return values[-1]
@@ -651,9 +651,35 @@ def _is_print(stmt) -> bool:
 def _display(value) -> str:
     if isinstance(value, str):
         return value
-    if isinstance(value, float):
-        return repr(value)
+    if type(value) is list or type(value) is tuple:
+        return _repr_nested(value)
     return repr(value)
+
+
+class _Punct(str):
+    """A bracket or separator while :func:`_repr_nested` writes a list out."""
+
+
+def _repr_nested(value) -> str:
+    """``repr`` of nested lists and tuples with an explicit stack: Python's own fails (RecursionError)
+    past about 1,000 levels, and a program can build a list 10,000 deep."""
+    parts = []
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is _Punct:
+            parts.append(item)
+        elif type(item) is list or type(item) is tuple:
+            is_list = type(item) is list
+            parts.append("[" if is_list else "(")
+            stack.append(_Punct("]" if is_list else ",)" if len(item) == 1 else ")"))
+            for i in range(len(item) - 1, -1, -1):
+                stack.append(item[i])
+                if i:
+                    stack.append(_Punct(", "))
+        else:
+            parts.append(repr(item))
+    return "".join(parts)
 
 
 _TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))

@@ -334,6 +334,14 @@ def test_deep_nesting(depth, kind):
     assert_contract(["eval", kind * depth + "x" + closing * depth, *DECLS])
 
 
+def test_values_nested_10000_deep_print_and_compare_without_recursion():
+    deep = "[" * 10_000 + "]" * 10_000
+    code, doc = assert_contract(["eval", f"print({deep}, ((1,),))\nassert False, {deep}", *DECLS])
+    assert code == 1 and doc["printed"] == [deep + " ((1,),)"] and doc["checks"][0]["message"] == deep
+    code, doc = assert_contract(["eval", f"a = {deep}\nb = {deep}\na == b", *DECLS])
+    assert code == 3 and doc["error"]["message"].startswith("maximum recursion depth exceeded")
+
+
 BAD_ARGUMENTS = ["None", "2.5", "True", "'s'", "[1, 2]", "(1, 2)", "lambda g: g", "...", "x.grad_fn", "[x, x]"]
 
 

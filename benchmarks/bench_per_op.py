@@ -34,14 +34,14 @@ import time
 from _common import import_torch, machine, median, ratio, table, time_interleaved
 
 
-def gradcli_chain(n: int, kind: str = "tensor"):
-    """One forward + backward of an ``n``-op chain under gradcli; returns the hook's call count."""
-    import gradcli as g
-    x = g.ones(2, 2, requires_grad=True)
+def chain(lib, n: int, kind: str = "tensor"):
+    """One forward + backward of an ``n``-op chain on ``lib`` (gradcli or torch: the same code
+    runs on both); returns the hook's call count and the leaf's gradient."""
+    x = lib.ones(2, 2, requires_grad=True)
     calls = []
     x.register_hook(lambda grad: calls.append(1))
     if kind == "tensor":
-        a, b = g.ones(2, 2), g.full((2, 2), 0.001)
+        a, b = lib.ones(2, 2), lib.full((2, 2), 0.001)
     else:
         a, b = 1.0, 0.001
     y = x
@@ -51,20 +51,11 @@ def gradcli_chain(n: int, kind: str = "tensor"):
     return len(calls), x.grad
 
 
-def torch_chain(n: int, kind: str = "tensor"):
-    import torch
-    x = torch.ones(2, 2, requires_grad=True)
-    calls = []
-    x.register_hook(lambda grad: calls.append(1))
-    if kind == "tensor":
-        a, b = torch.ones(2, 2), torch.full((2, 2), 0.001)
-    else:
-        a, b = 1.0, 0.001
-    y = x
-    for i in range(n):
-        y = y * a if i % 2 == 0 else y + b
-    y.sum().backward()
-    return len(calls), x.grad
+def _engine(name: str):
+    """``chain`` bound to the library called ``name``."""
+    import importlib
+    lib = importlib.import_module(name)
+    return lambda n, kind="tensor": chain(lib, n, kind)
 
 
 def _check(result, n):
@@ -93,9 +84,9 @@ def main() -> None:
     import gradcli  # noqa: F401  (import outside the timings)
     print(machine() + (f", torch threads {torch.get_num_threads()}" if torch is not None else ""))
 
-    engines = {"gradcli": gradcli_chain}
+    engines = {"gradcli": _engine("gradcli")}
     if torch is not None:
-        engines["torch"] = torch_chain
+        engines["torch"] = _engine("torch")
     rows = []
     for kind in args.kinds:
         for n in args.ops:
@@ -131,10 +122,7 @@ def big_child(name: str, n: int, threads) -> None:
     """One ``n``-op chain in this (fresh) process: time and peak resident memory over baseline."""
     if name == "torch":
         import_torch(threads)
-        fn = torch_chain
-    else:
-        import gradcli  # noqa: F401
-        fn = gradcli_chain
+    fn = _engine(name)
     fn(100, "tensor")
     gc.collect()
     base = _vm("VmRSS")

@@ -337,7 +337,6 @@ def _check(opts, eps, atol, rtol):
     import numpy as np
 
     from . import session
-    from .graph import execute, prepare
 
     for flag, value in (("--eps", eps), ("--atol", atol), ("--rtol", rtol)):
         if not (value >= 0 and math.isfinite(value)) or (flag == "--eps" and value == 0):
@@ -345,10 +344,10 @@ def _check(opts, eps, atol, rtol):
                              f"not {value:g}")
     if opts.seed is None:
         opts.seed = 0
-    prepared = prepare(opts)
+    prepared = session.prepare(opts)
     cls = _checking_class()
     interp = cls(track_grads=True, auto_backward=False)
-    result = execute(opts, prepared, interp, configure=False)
+    result = session.run_prepared(opts, prepared, interp, configure_first=False)
 
     def fail(err):
         err.partial_result = result
@@ -425,7 +424,7 @@ def _check(opts, eps, atol, rtol):
 
     def run_perturbed(number, index, delta) -> float:
         run = cls(perturb=(number, index, delta), auto_backward=False)
-        res = execute(opts, prepared, run)
+        res = session.run_prepared(opts, prepared, run)
         if res.error is not None:
             err = res.error
             err.message = f"while moving element {index} of {leaves[number][0]} by {delta:+g}: {err.message}"

@@ -210,19 +210,9 @@ class _Timeout:
 
 
 def run_program(opts, on_print=None):
-    """The shared pipeline; attaches the source to errors so they can show the line."""
+    """The shared pipeline: ``session.run`` (errors carry their source, to show the line)."""
     from . import session
-    source = None
-    try:
-        source = session.read_source(opts)
-        opts.source, opts.file = source.text, None
-        src, program, interp, result = session.run(opts, on_print=on_print)
-    except GradcliError as err:
-        err.source_text = source.text if source is not None and err.line is not None else None
-        raise
-    if result.error is not None:
-        result.error.source_text = src.text
-    return src, program, interp, result
+    return session.run(opts, on_print=on_print)
 
 
 # -- the commands --------------------------------------------------------------------------------

@@ -178,37 +178,14 @@ def _dependencies(roots):
     get = deps.get
     push = stack.append
     while stack:
-        node = stack.pop()
-        k = node._k
-        if not k:
-            continue
-        child = node._n0
-        if child is not None:
-            count = get(child)
-            if count is None:
-                deps[child] = 1
-                push(child)
-            else:
-                deps[child] = count + 1
-        if k == 1:
-            continue
-        child = node._n1
-        if child is not None:
-            count = get(child)
-            if count is None:
-                deps[child] = 1
-                push(child)
-            else:
-                deps[child] = count + 1
-        if k > 2:
-            for child in node._nx:
-                if child is not None:
-                    count = get(child)
-                    if count is None:
-                        deps[child] = 1
-                        push(child)
-                    else:
-                        deps[child] = count + 1
+        for child in stack.pop()._children():
+            if child is not None:
+                count = get(child)
+                if count is None:
+                    deps[child] = 1
+                    push(child)
+                else:
+                    deps[child] = count + 1
     return deps
 
 

@@ -84,45 +84,6 @@ def tracing_class():
     return TracingInterpreter
 
 
-class Prepared:
-    """A program read and parsed once, with its ``-l``/``-g`` declarations, ready to run."""
-
-    __slots__ = ("source", "program", "decls")
-
-    def __init__(self, source, program, decls):
-        self.source, self.program, self.decls = source, program, decls
-
-
-def prepare(opts) -> Prepared:
-    """Read, configure and parse (the steps of ``session.run`` before the program runs).
-    Errors raise, carrying the source where they have a line."""
-    from . import session, syntax
-    source = None
-    try:
-        source = session.read_source(opts)
-        opts.source, opts.file = source.text, None
-        session.configure(opts)
-        decls = session.parse_declarations(opts)
-        program = syntax.parse(source.text, filename=source.name)
-        session.check_program_size(program)
-    except GradcliError as err:
-        err.source_text = source.text if source is not None and err.line is not None else None
-        raise
-    return Prepared(source, program, decls)
-
-
-def execute(opts, prepared: Prepared, interp, configure: bool = True):
-    """Run the prepared program in ``interp`` from a fresh engine state; its RunResult (errors
-    in the program land in ``result.error``, with the source attached)."""
-    from . import session
-    if configure:
-        session.configure(opts)
-    result = session.execute(interp, prepared.decls, prepared.program)
-    if result.error is not None:
-        result.error.source_text = prepared.source.text
-    return result
-
-
 # -- the graph ------------------------------------------------------------------------------------
 
 class GraphNode:
@@ -378,9 +339,10 @@ def _graph(opts, fmt, output, show_saved):
         written = OUTPUTS[ext] or "dot"
         if fmt != "tree" and fmt != written:
             raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
-    prepared = prepare(opts)
+    from . import session
+    prepared = session.prepare(opts)
     interp = tracing_class()(auto_backward=False)
-    result = execute(opts, prepared, interp, configure=False)
+    result = session.run_prepared(opts, prepared, interp, configure_first=False)
     try:
         if result.error is not None:
             raise result.error

@@ -16,10 +16,9 @@ import operator
 
 from . import ops as _ops  # noqa: F401  (the op table must be loaded)
 from . import syntax as S
-from .dtypes import DTYPES, Size, by_name, device as _device, dtype as _dtype
+from .dtypes import DTYPES, Size, device as _device, dtype as _dtype
 from .engine import backward as _backward, grad as _grad
-from .errors import (AutogradError, GradcliError, GradNameError, GradTypeError, LimitError, ShapeError,
-                     UsageError)
+from .errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
 from .function import FUNCTIONS
 from .grad_mode import enable_grad, no_grad, set_grad_enabled, STATE as _GRAD
 from .limits import MAX_INT_DIGITS, check_int
@@ -592,28 +591,23 @@ class _NoneChild:
 _NONE_CHILD = _NoneChild()
 
 
+def _member_tables(obj):
+    """``(attributes, methods)`` the language allows on ``obj`` (either may be None)."""
+    for cls, attrs, methods in (
+            (Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
+            (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
+            (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS)):
+        if isinstance(obj, cls):
+            return attrs, methods
+    return None, None
+
+
 def _attrs_for(obj):
-    if isinstance(obj, Tensor):
-        return TENSOR_ATTRS
-    if isinstance(obj, Node):
-        return NODE_ATTRS
-    if isinstance(obj, ReturnTypes):
-        return RETURN_ATTRS
-    if isinstance(obj, _dtype):
-        return DTYPE_ATTRS
-    return None
+    return _member_tables(obj)[0]
 
 
 def _methods_for(obj):
-    if isinstance(obj, Tensor):
-        return TENSOR_METHODS
-    if isinstance(obj, Node):
-        return NODE_METHODS
-    if isinstance(obj, RemovableHandle):
-        return HANDLE_METHODS
-    if isinstance(obj, Size):
-        return SIZE_METHODS
-    return None
+    return _member_tables(obj)[1]
 
 
 _NUMERIC = (int, float, bool, Tensor)

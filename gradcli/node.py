@@ -243,7 +243,6 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "needs_sizes": any(f"{i}_sizes" in used for i in inputs),
         "broadcasts": broadcasts,
         "_uses": tuple(uses),
-        "_plans": {},
         "_arity": k,
         "apply": _compile_apply(name, k, len(attrs), broadcasts),
     })
@@ -339,17 +338,15 @@ def _plan_for(cls, key):
 def _save_plan(cls, children):
     """Which inputs (and whether the result) to save: only what the formulas of the inputs that
     need a gradient read, as PyTorch does (``x.mul_(2)`` saves nothing of ``x``, so modifying
-    ``x`` in place afterwards is fine). Cached per class and pattern of needed inputs.
-    Returns ``(save per input, save result)``."""
-    plans = cls.__dict__.get("_plans")
-    if plans is None:  # a hand-written node class: its declared saves
+    ``x`` in place afterwards is fine). Returns ``(save per input, save result)``."""
+    if "_uses" not in cls.__dict__:  # a hand-written node class: its declared saves
         return cls.save_inputs, cls.save_result
     key = tuple(c is not None for c in children)
-    plan = plans.get(key)
-    if plan is None:
+    if cls._mask_plans is not None:  # up to two inputs: precomputed by define_node
+        full = cls._mask_plans[sum(1 << i for i, wanted in enumerate(key) if wanted)]
+    else:
         full = _plan_for(cls, key)
-        plan = plans[key] = (full[:-1], full[-1])
-    return plan
+    return full[:-1], full[-1]
 
 
 def _version_of(x):

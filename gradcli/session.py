@@ -217,23 +217,56 @@ def parse_declarations(opts: Options) -> list[Declaration]:
     return decls
 
 
+class Prepared:
+    """A program read and parsed once, with its ``-l``/``-g`` declarations, ready to run
+    (``check`` runs one many times)."""
+
+    __slots__ = ("source", "program", "decls")
+
+    def __init__(self, source, program, decls):
+        self.source, self.program, self.decls = source, program, decls
+
+
+def prepare(opts: Options, stdin=None) -> Prepared:
+    """Read, configure and parse. Errors raise, carrying the source where they have a line."""
+    from . import syntax as S
+    source = None
+    try:
+        source = read_source(opts, stdin)
+        opts.source, opts.file = source.text, None
+        configure(opts)
+        decls = parse_declarations(opts)
+        program = S.parse(source.text, filename=source.name)
+        check_program_size(program)
+    except GradcliError as err:
+        err.source_text = source.text if source is not None and err.line is not None else None
+        raise
+    return Prepared(source, program, decls)
+
+
+def run_prepared(opts: Options, prepared: Prepared, interp, configure_first: bool = True):
+    """Run a prepared program in ``interp`` (from a fresh engine state unless the caller has
+    just configured it); its RunResult, errors in the program in ``result.error`` with the source."""
+    if configure_first:
+        configure(opts)
+    result = execute(interp, prepared.decls, prepared.program)
+    if result.error is not None:
+        result.error.source_text = prepared.source.text
+    return result
+
+
 def run(opts: Options, on_print=None, stdin=None):
     """Read, configure, parse and run. Returns ``(source, program, interpreter, result)``.
 
     Errors before the program runs raise; errors while it runs land in ``result.error``.
     """
-    from . import syntax as S
     from .interpreter import Interpreter
-    source = read_source(opts, stdin)
-    configure(opts)
-    decls = parse_declarations(opts)
-    program = S.parse(source.text, filename=source.name)
-    check_program_size(program)
+    prepared = prepare(opts, stdin)
     interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
-    result = execute(interp, decls, program)
-    if not program.body and result.note is None:
+    result = run_prepared(opts, prepared, interp, configure_first=False)
+    if not prepared.program.body and result.note is None:
         result.note = "the program is empty: nothing to evaluate"
-    return source, program, interp, result
+    return prepared.source, prepared.program, interp, result
 
 
 def execute(interp, decls, program):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator as _op
 
 from .. import dtypes as _dt
-from ..errors import AutogradError, ShapeError, GradTypeError
+from ..errors import GradTypeError, ShapeError
 from ..function import _devices_differ, apply, apply2, as_tensor_arg, function, record2
 from ..grad_mode import STATE as _GRAD
 from ..limits import check_numel

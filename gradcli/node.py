@@ -256,8 +256,14 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     return cls
 
 
+_APPLY_BY_SHAPE: dict = {}
+
+
 def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
     """The node class's ``apply``, generated for its number of inputs and attributes.
+
+    The code depends only on ``(k, n_attrs, broadcasts)``, so classes of the same shape share
+    one function (a dozen compilations at import instead of one per class: start-up time).
 
     It checks that saved values still exist and were not modified in place since,
     unpacks them (arrays for plain backward, tensors under ``create_graph``), calls
@@ -265,6 +271,10 @@ def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
     broadcast gradients back to the inputs' shapes. Written out per arity so the
     hot path has no per-call loops, tuples or ``*args``.
     """
+    key = (k, n_attrs, broadcasts)
+    fn = _APPLY_BY_SHAPE.get(key)
+    if fn is not None:
+        return fn
     xs = [f"x{i}" for i in range(k)]
     szs = [f"z{i}" for i in range(k)]
     ats = [f"a{i}" for i in range(n_attrs)]
@@ -313,9 +323,10 @@ def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
     from .tensor import Tensor
     namespace = {"Tensor": Tensor, "AutogradError": AutogradError, "_FREED": _FREED,
                  "_version_message": _version_message, "_result_modified": _result_modified}
-    exec(compile("\n".join(src), f"<{name}.apply>", "exec"), namespace)  # noqa: S102 (generated above)
-    fn = namespace["apply"]
-    fn.__qualname__ = f"{name}.apply"
+    label = f"apply_{k}in_{n_attrs}attrs" + ("_broadcast" if broadcasts else "")
+    exec(compile("\n".join(src), f"<Node.{label}>", "exec"), namespace)  # noqa: S102 (generated above)
+    fn = _APPLY_BY_SHAPE[key] = namespace["apply"]
+    fn.__qualname__ = f"Node.{label}"
     return fn
 
 

@@ -381,10 +381,7 @@ class Interpreter:
                 if cls is BinOp:
                     b = values.pop()
                     a = values.pop()
-                    if n.op == "+" and a.__class__ is Tensor and b.__class__ is Tensor:
-                        values.append(a + b)
-                    else:
-                        values.append(self._binop(n.op, a, b, n))
+                    values.append(self._binop(n.op, a, b, n))
                     continue
                 args = values[len(values) - count:] if count else []
                 if count:
@@ -460,6 +457,8 @@ class Interpreter:
         return GradNameError(f"name '{name}' is not defined{_suggest(name, candidates)}").at(node.line, node.column)
 
     def _binop(self, op, a, b, node):
+        if a.__class__ is Tensor and b.__class__ is Tensor:  # the common case: no checks to make
+            return _TENSOR_BINOPS[op](a, b)
         _check_operand(a, op)
         _check_operand(b, op)
         if op == "+":
@@ -611,6 +610,8 @@ def _methods_for(obj):
 
 
 _NUMERIC = (int, float, bool, Tensor)
+_TENSOR_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+                  "@": operator.matmul, "**": operator.pow}
 
 
 def _check_operand(v, op, allow_none=False):

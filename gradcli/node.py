@@ -34,6 +34,9 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 _sequence = itertools.count()
 
 
+NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
+
+
 class Node:
     """A backward function: takes the gradient of its output, returns one per input.
 
@@ -65,6 +68,10 @@ class Node:
     needs_sizes: bool = False   # some formula reads an input's sizes
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        NODE_CLASSES[cls.__name__] = cls
 
     def name(self) -> str:
         return type(self).__name__
@@ -202,7 +209,6 @@ class RemovableHandle:
 
 # -- building node classes from formulas ---------------------------------------------------
 
-NODE_CLASSES: dict[str, type] = {}
 
 
 def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = False,
@@ -252,7 +258,6 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         cls._mask_plans = tuple(_plan_for(cls, tuple(bool(m >> i & 1) for i in range(k))) for m in range(1 << k))
     if forward is not None:
         cls.forward = staticmethod(forward)
-    NODE_CLASSES[name] = cls
     return cls
 
 

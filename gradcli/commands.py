@@ -209,19 +209,13 @@ class _Timeout:
         return False
 
 
-def run_program(opts, on_print=None):
-    """The shared pipeline: ``session.run`` (errors carry their source, to show the line)."""
-    from . import session
-    return session.run(opts, on_print=on_print)
-
-
 # -- the commands --------------------------------------------------------------------------------
 
 def eval_command(**kwargs) -> int:
     def body(opts):
-        from . import render
+        from . import render, session
         live = None if opts.json else (lambda text: print(text, flush=False))
-        src, program, interp, result = run_program(opts, on_print=live)
+        src, program, interp, result = session.run(opts, on_print=live)
         if opts.json:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
             render.print_failed_checks(result)

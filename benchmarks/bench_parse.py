@@ -26,8 +26,8 @@ def program(terms: int) -> str:
 
 def gradcli_phases(source: str) -> dict[str, float]:
     import gradcli
-    from gradcli import syntax
-    from gradcli.interpreter import Interpreter  # noqa: F401  (imported before timing)
+    from gradcli.lang import syntax
+    from gradcli.lang.interpreter import Interpreter  # noqa: F401  (imported before timing)
     from gradcli.cli import main
     t0 = time.perf_counter()
     syntax.parse(source)

@@ -9,15 +9,15 @@ As a library it keeps PyTorch's names::
     x.grad            # tensor([2., 4.])
 """
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401
 
 from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
 from . import autograd  # noqa: F401
-from .creation import (  # noqa: F401
+from .ops.creation import (  # noqa: F401
     allclose, arange, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
     randn_like, tensor, zeros, zeros_like,
 )
-from .dtypes import (  # noqa: F401
+from .backend.dtypes import (  # noqa: F401
     Size, bool_ as bool, device, dtype, float16, float32, float64, get_default_dtype, int32, int64,
     set_default_dtype,
 )
@@ -25,10 +25,10 @@ from .errors import (  # noqa: F401
     AutogradError, CheckFailed, DeviceError, GradcliError, GradNameError, GradSyntaxError, GradTypeError,
     LimitError, ShapeError, UsageError,
 )
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
-from .tensor import Tensor  # noqa: F401
+from .autograd.tensor import Tensor  # noqa: F401
 
 float = float32  # noqa: A001
 double = float64

@@ -1,5 +1,5 @@
 import sys
 
-from gradcli.fastcli import main
+from gradcli.cli.fast import main
 
 sys.exit(main())

@@ -134,7 +134,7 @@ try:
     def clean_engine_state():
         """Each test starts from the library's defaults: in-process CLI runs elsewhere in the suite
         leave process-wide engine state behind (--detect-anomaly, --dtype, grad mode)."""
-        from gradcli.engine import ANOMALY
+        from gradcli.autograd.engine import ANOMALY
         ANOMALY.enabled = False
         gc.set_grad_enabled(True)
         gc.set_default_dtype(gc.float32)

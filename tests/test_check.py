@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gradcli.cli import main
-from gradcli.node import NODE_CLASSES
+from gradcli.autograd.node import NODE_CLASSES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -162,7 +162,7 @@ def test_requires_grad_later_keeps_earlier_values_constant(capsys):
 
 
 def test_the_program_is_parsed_once(capsys, monkeypatch):
-    import gradcli.syntax as syntax
+    import gradcli.lang.syntax as syntax
     calls = []
     real = syntax.parse
 
@@ -348,7 +348,7 @@ def test_ci_script_passes_and_catches_a_broken_derivative(tmp_path):
                           env={**env, "GRADCLI": str(_shim(tmp_path))})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "gradcli checks passed"
-    broken = ("from gradcli.node import NODE_CLASSES as N; "
+    broken = ("from gradcli.autograd.node import NODE_CLASSES as N; "
               "N['SinBackward0'].formulas = (lambda F, grad, self, *rest: grad * F.sin(self),); ")
     proc = subprocess.run(["sh", str(EXAMPLES / "ci.sh")], capture_output=True, text=True, timeout=300,
                           env={**env, "GRADCLI": str(_shim(tmp_path, broken))})

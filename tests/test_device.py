@@ -19,7 +19,7 @@ import pytest
 
 import gradcli as gc
 from gradcli import backend as backend_mod
-from gradcli import creation
+from gradcli.ops import creation
 from gradcli.errors import AutogradError, DeviceError, GradTypeError
 from helpers import clean_engine_state  # noqa: F401
 from test_backends import CASES, _run
@@ -321,7 +321,7 @@ def test_cuda_program_on_the_command_line(gpu, capsys):
 
 
 def test_hook_messages_name_cuda_types(gpu):
-    from gradcli.engine import _type_name
+    from gradcli.autograd.engine import _type_name
     x = gc.tensor([1.0], device="cuda")
     assert (_type_name(x), _type_name(x.double()), _type_name(x.cpu())) == \
         ("torch.cuda.FloatTensor", "torch.cuda.DoubleTensor", "torch.FloatTensor")

@@ -1,5 +1,5 @@
 """The start-up fast path binds a command line exactly as typer would (both read the option
-table in gradcli.commands), and hands anything else (help, unknown options, bad values) to typer."""
+table in gradcli.cli.commands), and hands anything else (help, unknown options, bad values) to typer."""
 
 import subprocess
 import sys
@@ -7,9 +7,9 @@ import sys
 import pytest
 import typer
 
-from gradcli import fastcli
+from gradcli.cli import fast as fastcli
 from gradcli.cli import app
-from gradcli.commands import COMMANDS
+from gradcli.cli.commands import COMMANDS
 
 CASES = [
     ["eval", "mean(x)", "-l", "x=ones(2)"],
@@ -66,7 +66,7 @@ def test_unknown_command_goes_to_typer():
 
 def test_plain_eval_does_not_import_typer():
     code = ("import sys, io, contextlib\n"
-            "from gradcli.fastcli import main\n"
+            "from gradcli.cli.fast import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    rc = main(['eval', 'mean(x)', '-g', 'x=ones(2)', '--json'])\n"
             "print(rc, 'typer' in sys.modules, 'pydantic' in sys.modules)")

@@ -1,4 +1,4 @@
-"""gradcli.formatting must print values exactly as PyTorch's ``repr`` does.
+"""gradcli.autograd.tensor_str must print values exactly as PyTorch's ``repr`` does.
 
 Two layers:
 
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gradcli.formatting import format_next_functions, format_node, format_tensor
+from gradcli.autograd.tensor_str import format_next_functions, format_node, format_tensor
 
 DTYPES = ["float32", "float64", "float16", "int64", "int32", "bool"]
 FLOATS = ["float32", "float64", "float16"]
@@ -93,7 +93,7 @@ def test_format_next_functions():
 
 
 def test_no_torch_import():
-    code = "import sys, gradcli.formatting; assert 'torch' not in sys.modules, 'torch imported'"
+    code = "import sys, gradcli.autograd.tensor_str; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

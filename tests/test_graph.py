@@ -240,7 +240,7 @@ def test_ten_thousand_shared_nodes(capsys):
 
 
 def test_colour_tree_on_a_terminal_has_the_same_text(monkeypatch):
-    from gradcli import graph
+    from gradcli.present import graph
     monkeypatch.delenv("NO_COLOR", raising=False)
 
     class Terminal(io.StringIO):

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from gradcli.cli import main
-from gradcli.function import FUNCTIONS, function
-from gradcli.node import NODE_CLASSES, define_node
-from gradcli.oplist import method_form, node_class
+from gradcli.autograd.function import FUNCTIONS, function
+from gradcli.autograd.node import NODE_CLASSES, define_node
+from gradcli.ops.catalog import method_form, node_class
 
 SPEC_FUNCTIONS = ("add sub mul div neg pow matmul mm mv dot outer exp log log1p sqrt rsqrt abs sin cos tan tanh "
                   "sigmoid relu reciprocal square clamp maximum minimum where sum mean prod max min amax amin norm "
@@ -72,10 +72,10 @@ def test_every_grad_fn_named_in_the_table_exists():
 
 
 def test_a_new_function_appears_without_a_second_list(capsys, monkeypatch):
-    import gradcli.function
-    import gradcli.node
-    monkeypatch.setattr(gradcli.node, "NODE_CLASSES", dict(NODE_CLASSES))
-    monkeypatch.setattr(gradcli.function, "FUNCTIONS", dict(FUNCTIONS))
+    import gradcli.autograd.function
+    import gradcli.autograd.node
+    monkeypatch.setattr(gradcli.autograd.node, "NODE_CLASSES", dict(NODE_CLASSES))
+    monkeypatch.setattr(gradcli.autograd.function, "FUNCTIONS", dict(FUNCTIONS))
     define_node("CubeBackward0", self="grad * 3 * self * self")
 
     @function("cube(input)", grad_fns=("CubeBackward0",), method=False)

@@ -350,12 +350,12 @@ def test_every_spec_function_is_gradchecked():
 
 def test_gradcheck_catches_a_wrong_derivative():
     """A node whose formula is off by a factor must fail the check (the helper is not vacuous)."""
-    from gradcli.function import apply
-    from gradcli.node import define_node
+    from gradcli.autograd.function import apply
+    from gradcli.autograd.node import define_node
     wrong = define_node("WrongSinBackward0", self="grad * F.cos(self) * 1.01",
                         forward=lambda xp, x: xp.sin(x))
     x = leaf([0.3, 0.7, 1.1])
-    gradcheck(lambda t: apply(gc.node.NODE_CLASSES["SinBackward0"], (t,)), x)
+    gradcheck(lambda t: apply(gc.autograd.node.NODE_CLASSES["SinBackward0"], (t,)), x)
     with pytest.raises(AssertionError, match="input 0"):
         gradcheck(lambda t: apply(wrong, (t,)), x)
     with pytest.raises(AssertionError, match="shape"):

@@ -22,9 +22,9 @@ import time
 
 import pytest
 
-from gradcli import syntax
+from gradcli.lang import syntax
 from gradcli.errors import GradSyntaxError
-from gradcli.syntax import (
+from gradcli.lang.syntax import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, Expr,
     ExprStmt, Lambda, ListExpr, Name, Node, Num, Program, Slice, Str, Subscript, TupleExpr,
     UnaryOp, With, format_error_context, parse, postorder, walk,

@@ -1,7 +1,7 @@
 """The op table: every differentiable function, its grad_fn and its derivative formulas.
 
-Importing this package defines the node classes (``gradcli.node.NODE_CLASSES``),
-registers the user-facing functions (``gradcli.function.FUNCTIONS``) and attaches
+Importing this package defines the node classes (``gradcli.autograd.node.NODE_CLASSES``),
+registers the user-facing functions (``gradcli.ops.registry.FUNCTIONS``) and attaches
 their method forms and operators to ``Tensor``.
 """
 
@@ -19,8 +19,8 @@ from .shape import (  # noqa: F401
 )
 from .linalg import bmm, dot, matmul, mm, mv, outer  # noqa: F401
 from .indexing import embed, getitem, index_with_key, narrow, select  # noqa: F401
-from ..creation import zeros_like  # noqa: F401,E402
-from ..tensor import Tensor as _Tensor
+from .creation import zeros_like  # noqa: F401,E402
+from ..autograd.tensor import Tensor as _Tensor
 
 _Tensor.__matmul__ = lambda a, b: matmul(a, b)
 _Tensor.__rmatmul__ = lambda a, b: matmul(b, a)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ..backend import get_backend
-from ..grad_mode import STATE
-from ..node import Node, new_node
-from ..tensor import Tensor
+from ..autograd.grad_mode import STATE
+from ..autograd.node import Node, new_node
+from ..autograd.tensor import Tensor
 
 
 class ToCopyBackward0(Node):

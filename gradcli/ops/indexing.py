@@ -12,10 +12,10 @@ import re
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
 from ..errors import GradTypeError, ShapeError
-from ..function import apply, function
+from ..autograd.function import apply, function
 from ..limits import check_numel
-from ..node import define_node
-from ..tensor import Tensor, _wrap_dim
+from ..autograd.node import define_node
+from ..autograd.tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze
 
 SelectBackward0 = define_node("SelectBackward0", attrs=("key",),

@@ -4,9 +4,9 @@ so the graph a learner sees (``SqueezeBackward4``, ``UnsafeViewBackward0``...) i
 from __future__ import annotations
 
 from ..errors import ShapeError, GradTypeError
-from ..function import apply, function
+from ..autograd.function import apply, function
 from ..limits import check_numel
-from ..node import define_node
+from ..autograd.node import define_node
 from .shape import _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze
 
 MmBackward0 = define_node("MmBackward0", inputs=("self", "mat2"),

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import operator as _op
 
-from .. import dtypes as _dt
+from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..function import _devices_differ, apply, apply2, as_tensor_arg, function, record2
-from ..grad_mode import STATE as _GRAD
+from ..autograd.function import _devices_differ, apply, apply2, as_tensor_arg, function, record2
+from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
-from ..node import define_node, formula_helpers
-from ..tensor import Tensor
+from ..autograd.node import define_node, formula_helpers
+from ..autograd.tensor import Tensor
 
 _SCALARS = (int, float, bool)
 
@@ -350,7 +350,7 @@ def where(condition, input, other):
     if condition.__class__ is not Tensor or condition.dtype.name != "bool":
         raise GradTypeError("where expected condition to be a boolean tensor")
     if input.__class__ is not Tensor and other.__class__ is not Tensor:
-        from ..creation import tensor
+        from .creation import tensor
         input = tensor(input, device=str(condition.device))
     if input.__class__ is not Tensor:
         input = _scalar_like(input, other)
@@ -364,7 +364,7 @@ def where(condition, input, other):
 
 
 def _scalar_like(value, like: Tensor) -> Tensor:
-    from ..creation import tensor
+    from .creation import tensor
     if like.dtype.is_floating_point or isinstance(value, bool):
         dtype = like.dtype
     else:  # a float next to an integer tensor gives the default float, as torch (never 0.5 -> 0)
@@ -493,7 +493,7 @@ def _check_inplace_shape(self, result) -> None:
 
 
 def _no_grad():
-    from ..grad_mode import no_grad
+    from ..autograd.grad_mode import no_grad
     return no_grad()
 
 

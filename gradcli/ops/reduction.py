@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from .. import dtypes as _dt
+from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..function import apply, function
-from ..math import scalar_log
-from ..node import define_node, formula_helpers
-from ..tensor import Tensor, _wrap_dim
+from ..autograd.function import apply, function
+from .formulas import scalar_log
+from ..autograd.node import define_node, formula_helpers
+from ..autograd.tensor import Tensor, _wrap_dim
 
 
 def _numel(sizes) -> int:

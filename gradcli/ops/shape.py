@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from .. import dtypes as _dt
+from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..function import apply, function
+from ..autograd.function import apply, function
 from ..limits import check_numel
-from ..node import Node, define_node, new_node
-from ..tensor import Tensor, _wrap_dim
+from ..autograd.node import Node, define_node, new_node
+from ..autograd.tensor import Tensor, _wrap_dim
 
 ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
                             forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
@@ -57,7 +57,7 @@ def inverse_permutation(dims):
     return tuple(inv)
 
 
-from ..node import formula_helpers  # noqa: E402
+from ..autograd.node import formula_helpers  # noqa: E402
 
 formula_helpers(inverse_permutation=inverse_permutation)
 
@@ -341,7 +341,7 @@ def _cast_back(parts, casts, F, differentiable):
 
 
 def _record_variadic(cls, tensors, data, attrs):
-    from ..grad_mode import STATE
+    from ..autograd.grad_mode import STATE
     backend = tensors[0]._backend
     if STATE.enabled and builtins_any(t._requires_grad for t in tensors):
         edges = tuple(((t.grad_fn or t._accumulator()), 0) if t._requires_grad else (None, 0) for t in tensors)

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import weakref
 
-from . import dtypes as _dt
-from .backend import NUMPY, Backend
-from .errors import AutogradError, GradTypeError, ShapeError
+from ..backend import dtypes as _dt
+from ..backend import NUMPY, Backend
+from ..errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
@@ -217,7 +217,7 @@ class Tensor:
         self._data[...] = 0
         self._bump()
         if self.grad_fn is not None and _GRAD.enabled:
-            from .ops import _rebase_zero
+            from ..ops import _rebase_zero
             _rebase_zero(self)
         return self
 
@@ -294,7 +294,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
-        from .formatting import format_tensor
+        from .tensor_str import format_tensor
         return format_tensor(
             self._backend.to_host(self._data), dtype=self.dtype.name, precision=PRINT_OPTIONS.precision,
             requires_grad=self._requires_grad and self.grad_fn is None,
@@ -306,7 +306,7 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    from .errors import GradTypeError as _E
+    from ..errors import GradTypeError as _E
     dim = int(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:

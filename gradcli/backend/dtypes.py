@@ -54,7 +54,7 @@ def by_name(name) -> dtype:
     try:
         return DTYPES[text]
     except KeyError:
-        from .errors import GradTypeError
+        from ..errors import GradTypeError
         raise GradTypeError(f"unknown dtype '{name}'",
                             hint="use one of: " + ", ".join(DTYPES)) from None
 
@@ -76,7 +76,7 @@ def get_default_dtype() -> dtype:
 def set_default_dtype(d) -> None:
     d = by_name(d)
     if not d.is_floating_point:
-        from .errors import GradTypeError
+        from ..errors import GradTypeError
         raise GradTypeError("only floating-point types are supported as the default type")
     DEFAULTS.float = d
 

@@ -81,7 +81,7 @@ from copy import copy
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import GradcliError, GradSyntaxError
+from ..errors import GradcliError, GradSyntaxError
 
 __all__ = [
     "Node", "Expr", "Stmt",
@@ -391,7 +391,7 @@ def postorder(node: Node) -> Iterator[Node]:
 # =============================================================================== grammar
 
 _PACKAGE_GRAMMAR = ("grammar", "gradcli.lark")                  # inside the installed wheel
-_REPO_GRAMMAR = Path(__file__).resolve().parent.parent / "grammar" / "gradcli.lark"
+_REPO_GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "gradcli.lark"
 
 
 def grammar_text() -> str:

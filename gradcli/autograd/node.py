@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from .errors import AutogradError
+from ..errors import AutogradError
 from .tensor import Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
@@ -119,7 +119,7 @@ class Node:
             backend = getattr(value, "_backend", None)
             if backend is not None:
                 return backend
-        from .backend import NUMPY
+        from ..backend import NUMPY
         return NUMPY
 
     def _release(self) -> None:

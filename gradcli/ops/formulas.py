@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math as _math
 
-from .backend import NUMPY as _NUMPY
+from ..backend import NUMPY as _NUMPY
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 
@@ -147,11 +147,11 @@ class TensorMath:
 
     def __init__(self, backend):
         self.backend = backend
-        from . import ops
+        from .. import ops
         self.ops = ops
 
     def _t(self, x):
-        from .tensor import Tensor
+        from ..autograd.tensor import Tensor
         return x if isinstance(x, Tensor) else Tensor._make(self.backend.xp.asarray(x), self.backend)
 
     def exp(self, x): return self.ops.exp(x)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from .errors import DeviceError
+from ..errors import DeviceError
 
 _NP_SCALAR = _np.generic
 

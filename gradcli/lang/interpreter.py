@@ -2,7 +2,7 @@
 
 The evaluator walks expressions with an explicit stack (a 10,000-deep nesting or
 a 100,000-term sum never touches Python's recursion limit) and reaches the engine
-only through whitelists: the function table (``gradcli.function.FUNCTIONS``) plus
+only through whitelists: the function table (``gradcli.ops.registry.FUNCTIONS``) plus
 a few language builtins, and fixed member tables per type. There is no ``eval``,
 no ``getattr`` on a user's string, and no value from which Python itself is
 reachable: an unknown name or member is a ``GradNameError`` with a suggestion.
@@ -14,17 +14,17 @@ import difflib
 import math
 import operator
 
-from . import ops as _ops  # noqa: F401  (the op table must be loaded)
+from .. import ops as _ops  # noqa: F401  (the op table must be loaded)
 from . import syntax as S
-from .dtypes import DTYPES, Size, device as _device, dtype as _dtype
-from .engine import backward as _backward, grad as _grad
-from .errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
-from .function import FUNCTIONS
-from .grad_mode import enable_grad, no_grad, set_grad_enabled, STATE as _GRAD
-from .limits import MAX_INT_DIGITS, check_int
-from .node import AccumulateGrad, Node, RemovableHandle
-from .ops.reduction import ReturnTypes
-from .tensor import Tensor
+from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype
+from ..autograd.engine import backward as _backward, grad as _grad
+from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
+from ..autograd.function import FUNCTIONS
+from ..autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, STATE as _GRAD
+from ..limits import MAX_INT_DIGITS, check_int
+from ..autograd.node import AccumulateGrad, Node, RemovableHandle
+from ..ops.reduction import ReturnTypes
+from ..autograd.tensor import Tensor
 
 
 class UserFunction:

@@ -11,8 +11,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from .errors import GradcliError, GradSyntaxError, UsageError
-from .limits import DEADLINE
+from ..errors import GradcliError, GradSyntaxError, UsageError
+from ..limits import DEADLINE
 
 
 
@@ -44,7 +44,7 @@ class Source:
 
 def read_source(opts: Options, stdin=None) -> Source:
     """Exactly one of SOURCE, ``-f FILE`` (``-f -`` for stdin) or piped stdin."""
-    from .limits import DEFAULT_MAX_PROGRAM_BYTES, LIMITS
+    from ..limits import DEFAULT_MAX_PROGRAM_BYTES, LIMITS
     if opts.max_program_size is not None and opts.max_program_size < 1:
         raise UsageError("--max-program-size must be a positive number of bytes")
     LIMITS.max_program_bytes = opts.max_program_size or DEFAULT_MAX_PROGRAM_BYTES
@@ -88,7 +88,7 @@ def _read_stream(stream) -> str:
 
 
 def _max_bytes() -> int:
-    from .limits import LIMITS
+    from ..limits import LIMITS
     return LIMITS.max_program_bytes
 
 
@@ -136,9 +136,12 @@ class engine_state:
     a command run in-process (tests, a notebook calling ``gradcli.cli.main``) leaves no trace."""
 
     def __enter__(self):
-        from . import creation, dtypes, grad_mode, limits
-        from .engine import ANOMALY
-        from .tensor import PRINT_OPTIONS
+        from ..ops import creation
+        from ..backend import dtypes
+        from ..autograd import grad_mode
+        from .. import limits
+        from ..autograd.engine import ANOMALY
+        from ..autograd.tensor import PRINT_OPTIONS
         L = limits.LIMITS
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
@@ -146,9 +149,12 @@ class engine_state:
         return self
 
     def __exit__(self, *exc):
-        from . import creation, dtypes, grad_mode, limits
-        from .engine import ANOMALY
-        from .tensor import PRINT_OPTIONS
+        from ..ops import creation
+        from ..backend import dtypes
+        from ..autograd import grad_mode
+        from .. import limits
+        from ..autograd.engine import ANOMALY
+        from ..autograd.tensor import PRINT_OPTIONS
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
@@ -158,10 +164,13 @@ class engine_state:
 
 def configure(opts: Options) -> None:
     """Set the engine's defaults for this run: dtype, device, seed, limits."""
-    from . import creation, dtypes, grad_mode, limits
-    from .tensor import PRINT_OPTIONS
+    from ..ops import creation
+    from ..backend import dtypes
+    from ..autograd import grad_mode
+    from .. import limits
+    from ..autograd.tensor import PRINT_OPTIONS
     # Every run starts from the same engine state, also when several run in one process.
-    from .engine import ANOMALY
+    from ..autograd.engine import ANOMALY
     grad_mode.STATE.enabled = True
     ANOMALY.enabled = bool(opts.detect_anomaly)
     limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
@@ -182,7 +191,7 @@ def configure(opts: Options) -> None:
         creation.manual_seed(opts.seed)
     device = opts.device or "cpu"
     if device != "cpu":
-        from .backend import get_backend
+        from ..backend import get_backend
         get_backend(device)  # fails early, with exit 3, if the device is not there
     creation.DEFAULT_DEVICE[0] = device
 
@@ -197,7 +206,7 @@ class Declaration:
 
 
 def parse_declarations(opts: Options) -> list[Declaration]:
-    from . import syntax as S
+    from ..lang import syntax as S
     decls = []
     for flag, specs, rg in (("--leaf", opts.leaves, False), ("--grad", opts.grads, True)):
         for spec in specs:
@@ -229,7 +238,7 @@ class Prepared:
 
 def prepare(opts: Options, stdin=None) -> Prepared:
     """Read, configure and parse. Errors raise, carrying the source where they have a line."""
-    from . import syntax as S
+    from ..lang import syntax as S
     source = None
     try:
         source = read_source(opts, stdin)
@@ -260,7 +269,7 @@ def run(opts: Options, on_print=None, stdin=None):
 
     Errors before the program runs raise; errors while it runs land in ``result.error``.
     """
-    from .interpreter import Interpreter
+    from ..lang.interpreter import Interpreter
     prepared = prepare(opts, stdin)
     interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
     result = run_prepared(opts, prepared, interp, configure_first=False)
@@ -287,8 +296,8 @@ def execute(interp, decls, program):
 
 def check_program_size(program) -> None:
     """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
-    from . import syntax as S
-    from .limits import check_statements
+    from ..lang import syntax as S
+    from ..limits import check_statements
     count, stack = 0, [program.body]
     while stack:
         body = stack.pop()

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as _np
 
-from . import dtypes as _dt
-from .backend import get_backend
-from .errors import GradTypeError, ShapeError
-from .function import function
-from .limits import check_numel
-from .tensor import Tensor
+from ..backend import dtypes as _dt
+from ..backend import get_backend
+from ..errors import GradTypeError, ShapeError
+from ..autograd.function import function
+from ..limits import check_numel
+from ..autograd.tensor import Tensor
 
 _RNG = [None]  # made on first use: importing numpy.random costs ~10 ms of start-up
 DEFAULT_DEVICE = ["cpu"]  # set by the CLI's --device

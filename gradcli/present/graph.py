@@ -31,7 +31,7 @@ import shutil
 import subprocess
 import sys
 
-from .errors import DeviceError, GradcliError, GradTypeError, UsageError
+from ..errors import DeviceError, GradcliError, GradTypeError, UsageError
 
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")
@@ -52,8 +52,8 @@ def tracing_class():
     or the tensor itself for a leaf), and the last value that was a tensor."""
     if _TRACING:
         return _TRACING[0]
-    from .interpreter import Interpreter
-    from .tensor import Tensor
+    from ..lang.interpreter import Interpreter
+    from ..autograd.tensor import Tensor
 
     class TracingInterpreter(Interpreter):
         def __init__(self, **kwargs):
@@ -98,7 +98,7 @@ def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
     """All nodes reachable from ``root`` (a grad_fn), numbered in breadth-first order.
 
     ``name_of(obj)`` gives the variable name bound to a node, or to a leaf tensor."""
-    from .node import AccumulateGrad
+    from ..autograd.node import AccumulateGrad
     index: dict[int, GraphNode] = {}
     order: list[GraphNode] = []
 
@@ -210,7 +210,7 @@ def print_tree(nodes: list[GraphNode], show_saved: bool = False, file=None) -> N
         return
     from rich.text import Text
 
-    from .render import _console
+    from .tables import _console
     console = _console(file)
     out = Text()
     for head, nid, first, depth in tree_rows(nodes):
@@ -275,7 +275,7 @@ def to_json(nodes: list[GraphNode], show_saved: bool = False) -> dict:
 
 def json_text(nodes: list[GraphNode], show_saved: bool = False) -> str:
     """The JSON graph, one line per node and per edge."""
-    from .render import dump_document
+    from .tables import dump_document
     return dump_document(to_json(nodes, show_saved)) + "\n"
 
 
@@ -310,7 +310,7 @@ def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bo
         result, nodes = _graph(opts, fmt, output, show_saved)
     except GradcliError as err:
         return report_json(opts, result, err, {"graph": None})
-    from . import render
+    from . import tables as render
     failed = 1 if any(not c.passed for c in result.checks) else 0  # the program's own asserts
     if opts.json:
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
@@ -339,7 +339,7 @@ def _graph(opts, fmt, output, show_saved):
         written = OUTPUTS[ext] or "dot"
         if fmt != "tree" and fmt != written:
             raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
-    from . import session
+    from ..cli import session
     prepared = session.prepare(opts)
     interp = tracing_class()(auto_backward=False)
     result = session.run_prepared(opts, prepared, interp, configure_first=False)
@@ -363,7 +363,7 @@ def report_json(opts, result, err, extra: dict) -> int:
     (the command's guard prints the message). The exit code."""
     if not opts.json:
         raise err
-    from . import render
+    from . import tables as render
     result = result if result is not None else getattr(err, "partial_result", None)
     print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=err, extra=extra))
     if result is not None:

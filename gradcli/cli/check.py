@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import sys
 
-from .errors import GradcliError, GradTypeError, LimitError, UsageError
+from ..errors import GradcliError, GradTypeError, LimitError, UsageError
 
 MAX_EVALUATIONS = 200_000
 
@@ -129,9 +129,9 @@ def _checking_class():
 
     import numpy as np
 
-    from .graph import tracing_class
-    from .interpreter import TENSOR_METHODS, _lang_backward
-    from .tensor import Tensor
+    from ..present.graph import tracing_class
+    from ..lang.interpreter import TENSOR_METHODS, _lang_backward
+    from ..autograd.tensor import Tensor
 
     method_backward = TENSOR_METHODS["backward"]
     requires_grad_ = TENSOR_METHODS["requires_grad_"]
@@ -295,12 +295,12 @@ class Plan:
 
 
 def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> int:
-    from . import render
+    from ..present import tables as render
     result = None
     try:
         result, checks, notes, plan = _check(opts, eps, atol, rtol)
     except GradcliError as err:
-        from .graph import report_json
+        from ..present.graph import report_json
         if not opts.json:
             partial = getattr(err, "partial_result", None)
             if partial is not None and partial.printed:
@@ -396,7 +396,7 @@ def _check(opts, eps, atol, rtol):
                                      line=interp.last_tensor_line, column=interp.last_tensor_column))
         plan = Plan(False, f"the last value (line {interp.last_tensor_line})" +
                     ("" if last.numel() == 1 else ", summed"), None)
-        from .creation import ones_like
+        from ..ops.creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
         except GradcliError as err:
@@ -464,7 +464,7 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .render import _console
+    from ..present.tables import _console
     console = _console()
     console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
                        style="bold"), soft_wrap=True)
@@ -483,7 +483,7 @@ def _print_asserts(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from .render import _console
+    from ..present.tables import _console
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
     for col in ("line", "result", "message"):
         table.add_column(col)

@@ -4,7 +4,7 @@ Importing typer and building its click command costs ~20 ms (and ~70 ms more whe
 validates parameters through pydantic), more than evaluating a small program. Start-up is part
 of the product (the seed example must run within 2x ``python -c "import numpy"``), so
 :func:`main` first binds the command line itself from the option table in
-:mod:`gradcli.commands`, the same table the typer application is built from.
+:mod:`gradcli.cli.commands`, the same table the typer application is built from.
 
 Anything it is not sure about (help, an unknown or malformed option, a value that does not
 convert, an option given twice that is not a list) goes to typer, with its own messages and
@@ -18,7 +18,7 @@ import sys
 
 
 def parse(command, args: list[str]):
-    """Keyword arguments for ``command`` (a :class:`gradcli.commands.Command`) from ``args``, or
+    """Keyword arguments for ``command`` (a :class:`gradcli.cli.commands.Command`) from ``args``, or
     None to let typer decide."""
     from .commands import OPTIONS
     opts = [OPTIONS[name] for name in command.options]
@@ -93,7 +93,10 @@ def _preload(name: str, kwargs: dict) -> None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        from . import interpreter, render, session, syntax  # noqa: F401
+        from ..lang import interpreter  # noqa: F401
+        from ..present import tables as render  # noqa: F401
+        from . import session  # noqa: F401
+        from ..lang import syntax  # noqa: F401
         syntax._import_lark()
         import lark  # noqa: F401
         if name == "eval" and not kwargs.get("json_"):
@@ -113,5 +116,5 @@ def main(argv=None) -> int:
     rc = run(argv)
     if rc is not None:
         return rc
-    from .cli import typer_main
+    from .typer_app import typer_main
     return typer_main(argv)

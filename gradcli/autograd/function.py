@@ -12,7 +12,7 @@ and ``gradcli ops`` read.
 
 from __future__ import annotations
 
-from .errors import DeviceError, GradTypeError
+from ..errors import DeviceError, GradTypeError
 from .grad_mode import STATE as _GRAD
 from .node import _sequence, new_node
 from .tensor import Tensor, _ndarray_type
@@ -192,7 +192,7 @@ def backend_of(*xs):
     for x in xs:
         if x.__class__ is Tensor:
             return x._backend
-    from .backend import NUMPY
+    from ..backend import NUMPY
     return NUMPY
 
 
@@ -249,7 +249,7 @@ def as_tensor_arg(x, like: Tensor | None = None, what: str = "argument") -> Tens
     if x.__class__ is Tensor:
         return x
     if isinstance(x, (bool, int, float, list, tuple)):
-        from .creation import tensor
+        from ..ops.creation import tensor
         device = str(like.device) if like is not None else None
         return tensor(x, device=device)
     raise GradTypeError(f"{what} must be a Tensor or a number, not {type(x).__name__}")

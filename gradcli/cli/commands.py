@@ -1,7 +1,7 @@
 """The commands (SPEC §1) as plain functions, and the one table of their options.
 
 ``cli.py`` builds the typer application from :data:`COMMANDS` (help, ``--help``, shell-style
-errors); :mod:`gradcli.fastcli` binds plain command lines from the same table without
+errors); :mod:`gradcli.cli.fast` binds plain command lines from the same table without
 importing typer at all, which is what keeps ``gradcli eval`` within twice the start-up time of
 ``python -c "import numpy"``. Each command returns its exit code; every error becomes one
 message on stderr (or the JSON document's ``error``) and the SPEC's exit code, never a
@@ -11,7 +11,7 @@ traceback unless ``--debug`` is given.
 from __future__ import annotations
 
 import sys
-from .errors import GradcliError, UsageError
+from ..errors import GradcliError, UsageError
 
 EXAMPLES = """
 Examples:
@@ -168,7 +168,7 @@ def guard(opts, body) -> int:
 
 
 def report(opts, err, source_text) -> None:
-    from . import render
+    from ..present import tables as render
     if opts.json:
         print(render.json_document(None, device=opts.device, dtype=opts.dtype, error=err))
     print(render.error_text(err, source_text), file=sys.stderr)
@@ -184,14 +184,14 @@ class _Timeout:
         if self.seconds:
             import signal
             if hasattr(signal, "SIGALRM"):
-                from .limits import DEADLINE
+                from ..limits import DEADLINE
                 DEADLINE.expired = DEADLINE.settled = False
 
                 def expire(signum, frame):
                     if DEADLINE.settled:  # the program has stopped: let its output be written
                         return
                     DEADLINE.expired = True
-                    from .errors import LimitError
+                    from ..errors import LimitError
                     raise LimitError(f"the program ran longer than --timeout {self.seconds:g} s")
                 self._old = signal.signal(signal.SIGALRM, expire)
                 # It repeats every 50 ms until cleared: a signal handler's exception raised while
@@ -213,7 +213,8 @@ class _Timeout:
 
 def eval_command(**kwargs) -> int:
     def body(opts):
-        from . import render, session
+        from ..present import tables as render
+        from . import session
         live = None if opts.json else (lambda text: print(text, flush=False))
         src, program, interp, result = session.run(opts, on_print=live)
         if opts.json:
@@ -242,7 +243,7 @@ def check_command(*, eps, atol, rtol, **kwargs) -> int:
 
 def graph_command(*, format, output, show_saved, **kwargs) -> int:
     def body(opts):
-        from .graph import run_graph
+        from ..present.graph import run_graph
         return run_graph(opts, fmt=format, output=output, show_saved=show_saved)
     return _with_options(body, no_backward=True, **kwargs)
 
@@ -251,6 +252,6 @@ def ops_command(*, json_=False) -> int:
     from .session import Options
 
     def body():
-        from .oplist import run_ops
+        from ..ops.catalog import run_ops
         return run_ops(json_output=json_)
     return guard(Options(json=json_), body)

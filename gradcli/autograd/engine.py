@@ -19,10 +19,10 @@ import gc as _gc
 import sys as _sys
 from heapq import heappop, heappush
 
-from .backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
-from .errors import AutogradError, GradTypeError, ShapeError
+from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
+from ..errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
-from .math import math_for
+from ..ops.formulas import math_for
 from .node import AccumulateGrad
 from .tensor import Tensor
 
@@ -152,7 +152,7 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
         g = backend.xp.ones_like(t._data)
         return Tensor._make(g, backend) if create_graph else g
     if not isinstance(g, Tensor):
-        from .creation import tensor as _tensor
+        from ..ops.creation import tensor as _tensor
         g = _tensor(g, dtype=t.dtype, device=str(t.device))
     if tuple(g._data.shape) != tuple(t._data.shape):
         raise ShapeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
@@ -350,7 +350,7 @@ def _backend_of(node, g, fallback):
 def _as_tensor(g, create_graph: bool, backend=None):
     if create_graph:
         return g
-    from .backend import NUMPY
+    from ..backend import NUMPY
     return Tensor._make(g, backend or NUMPY)
 
 

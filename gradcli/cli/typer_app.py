@@ -1,8 +1,8 @@
 """The ``gradcli`` command line (SPEC §1): eval, check, graph, ops.
 
-The typer application is built from the option table in :mod:`gradcli.commands`, so that
+The typer application is built from the option table in :mod:`gradcli.cli.commands`, so that
 ``--help``, shell completion-style parsing and usage errors come from typer, while
-:func:`main` first offers the command line to :mod:`gradcli.fastcli`, which binds plain
+:func:`main` first offers the command line to :mod:`gradcli.cli.fast`, which binds plain
 command lines from the same table without importing typer (start-up is part of the product).
 """
 
@@ -16,7 +16,7 @@ import typer
 
 from . import commands
 from .commands import COMMANDS, EXAMPLES, OPTIONS
-from .errors import UsageError
+from ..errors import UsageError
 
 app = typer.Typer(
     add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
@@ -57,8 +57,8 @@ for _name, _command in COMMANDS.items():
 
 
 def main(argv=None) -> int:
-    """The whole command line: the fast path where it applies, else typer (see gradcli.fastcli)."""
-    from .fastcli import main as fast_main
+    """The whole command line: the fast path where it applies, else typer (see gradcli.cli.fast)."""
+    from .fast import main as fast_main
     return fast_main(argv)
 
 
@@ -75,7 +75,7 @@ def typer_main(argv: list[str]) -> int:
         return 130
     except click_exc.ClickException as exc:
         if "--json" in argv:
-            from . import render
+            from ..present import tables as render
             print(render.json_document(None, error=UsageError(exc.format_message())))
         exc.show()
         return 2

@@ -10,8 +10,8 @@ import math
 import os
 import sys
 
-from . import __version__
-from .errors import GradcliError
+from .._version import __version__
+from ..errors import GradcliError
 
 
 # -- values --------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def variable_record(name: str, t) -> dict:
 
 def rows(result):
     """The table's rows: named tensors in order of first binding, then the unnamed last value as ``_``."""
-    from .tensor import Tensor
+    from ..autograd.tensor import Tensor
     out = list(result.tensors)
     last = result.last_value
     if isinstance(last, Tensor) and all(v is not last for _, v in out):

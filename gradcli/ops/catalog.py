@@ -1,6 +1,6 @@
 """``gradcli ops``: every function, read from the op table the engine itself uses.
 
-Each row comes from :data:`gradcli.function.FUNCTIONS` (name, signature, method form, the
+Each row comes from :data:`gradcli.ops.registry.FUNCTIONS` (name, signature, method form, the
 grad_fn names it records) joined with the node classes those names denote (the derivative
 formula per input, as written in the table). Nothing here is a second list to keep in sync,
 except the spelling of the operators that call these functions.
@@ -16,7 +16,7 @@ OPERATORS = {"add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "ma
 
 def node_class(name: str):
     """The node class called ``name`` (every node class registers itself in NODE_CLASSES)."""
-    from .node import NODE_CLASSES
+    from ..autograd.node import NODE_CLASSES
     return NODE_CLASSES.get(name)
 
 
@@ -40,7 +40,7 @@ def method_form(info) -> str | None:
 def grad_fns_of(info) -> tuple[tuple, str | None]:
     """The grad_fn names a function records, and where they come from when it is not itself
     (an in-place op records the node of its out-of-place form: ``y.add_(1)`` gives AddBackward0)."""
-    from .function import FUNCTIONS
+    from ..autograd.function import FUNCTIONS
     if info.grad_fns or info.category != "in-place":
         return info.grad_fns, None
     outplace = FUNCTIONS.get(info.name.rstrip("_"))
@@ -50,7 +50,7 @@ def grad_fns_of(info) -> tuple[tuple, str | None]:
 
 
 def rows() -> list[dict]:
-    from .function import FUNCTIONS
+    from ..autograd.function import FUNCTIONS
     out = []
     for info in FUNCTIONS.values():
         grad_fns, via = grad_fns_of(info)
@@ -72,14 +72,14 @@ def run_ops(json_output: bool = False) -> int:
     if json_output:
         import json
 
-        from . import __version__
+        from .._version import __version__
         print(json.dumps({"version": __version__, "functions": data}, indent=1, ensure_ascii=False))
         return 0
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    from .render import _console
+    from ..present.tables import _console
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title=f"{len(data)} functions", title_justify="left")
     table.add_column("signature", style="bold", overflow="fold")
     table.add_column("method / operator", overflow="fold")

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gradcli.cli import main
-from gradcli.autograd.function import FUNCTIONS
+from gradcli.ops.registry import FUNCTIONS
 
 FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from gradcli.cli import main
-from gradcli.autograd.function import FUNCTIONS, function
+from gradcli.ops.registry import FUNCTIONS, function
 from gradcli.autograd.node import NODE_CLASSES, define_node
 from gradcli.ops.catalog import method_form, node_class
 
@@ -72,10 +72,10 @@ def test_every_grad_fn_named_in_the_table_exists():
 
 
 def test_a_new_function_appears_without_a_second_list(capsys, monkeypatch):
-    import gradcli.autograd.function
+    import gradcli.ops.registry
     import gradcli.autograd.node
     monkeypatch.setattr(gradcli.autograd.node, "NODE_CLASSES", dict(NODE_CLASSES))
-    monkeypatch.setattr(gradcli.autograd.function, "FUNCTIONS", dict(FUNCTIONS))
+    monkeypatch.setattr(gradcli.ops.registry, "FUNCTIONS", dict(FUNCTIONS))
     define_node("CubeBackward0", self="grad * 3 * self * self")
 
     @function("cube(input)", grad_fns=("CubeBackward0",), method=False)

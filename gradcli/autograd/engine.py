@@ -22,12 +22,22 @@ from heapq import heappop, heappush
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
 from ..errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
-from ..ops.formulas import math_for
 from .node import AccumulateGrad
 from .tensor import Tensor
 
 _UNUSED = ("The differentiated Tensor at index {} appears to not have been used in the graph. "
            "Set allow_unused=True if this is the desired behavior.")
+
+
+# The namespaces formulas are evaluated against (``F``: array math, or differentiable ops under
+# create_graph) belong to the op layer above; ``gradcli.ops.formulas`` hands its factory over here
+# when it is imported, so the engine never imports upward.
+_FORMULA_MATH = [None]
+
+
+def use_formula_math(math_for) -> None:
+    """Set the ``math_for(differentiable, backend)`` factory of formula namespaces."""
+    _FORMULA_MATH[0] = math_for
 
 
 class _Anomaly:
@@ -152,7 +162,7 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
         g = backend.xp.ones_like(t._data)
         return Tensor._make(g, backend) if create_graph else g
     if not isinstance(g, Tensor):
-        from ..ops.creation import tensor as _tensor
+        from .factory import tensor as _tensor
         g = _tensor(g, dtype=t.dtype, device=str(t.device))
     if tuple(g._data.shape) != tuple(t._data.shape):
         raise ShapeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and "
@@ -248,6 +258,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
         seen.add(node)
 
     backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
+    math_for = _FORMULA_MATH[0]
     F = None
     several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
     anomaly = ANOMALY.enabled

@@ -212,15 +212,6 @@ class Tensor:
         """The version counter's value (torch's ``t._version``)."""
         return 0 if self._version is None else self._version[0]
 
-    def zero_(self) -> "Tensor":
-        self._check_inplace()
-        self._data[...] = 0
-        self._bump()
-        if self.grad_fn is not None and _GRAD.enabled:
-            from ..ops import _rebase_zero
-            _rebase_zero(self)
-        return self
-
     # -- metadata ------------------------------------------------------------------------
     @property
     def shape(self) -> _dt.Size:

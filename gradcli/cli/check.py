@@ -129,7 +129,7 @@ def _checking_class():
 
     import numpy as np
 
-    from ..present.graph import tracing_class
+    from .graph import tracing_class
     from ..lang.interpreter import TENSOR_METHODS, _lang_backward
     from ..autograd.tensor import Tensor
 
@@ -300,7 +300,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
     try:
         result, checks, notes, plan = _check(opts, eps, atol, rtol)
     except GradcliError as err:
-        from ..present.graph import report_json
+        from .graph import report_json
         if not opts.json:
             partial = getattr(err, "partial_result", None)
             if partial is not None and partial.printed:

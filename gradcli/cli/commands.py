@@ -243,7 +243,7 @@ def check_command(*, eps, atol, rtol, **kwargs) -> int:
 
 def graph_command(*, format, output, show_saved, **kwargs) -> int:
     def body(opts):
-        from ..present.graph import run_graph
+        from .graph import run_graph
         return run_graph(opts, fmt=format, output=output, show_saved=show_saved)
     return _with_options(body, no_backward=True, **kwargs)
 
@@ -252,6 +252,6 @@ def ops_command(*, json_=False) -> int:
     from .session import Options
 
     def body():
-        from ..ops.catalog import run_ops
+        from ..present.catalog import run_ops
         return run_ops(json_output=json_)
     return guard(Options(json=json_), body)

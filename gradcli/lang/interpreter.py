@@ -19,7 +19,7 @@ from . import syntax as S
 from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
-from ..autograd.function import FUNCTIONS
+from ..ops.registry import FUNCTIONS
 from ..autograd.grad_mode import enable_grad, no_grad, set_grad_enabled, STATE as _GRAD
 from ..limits import MAX_INT_DIGITS, check_int
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle

@@ -8,7 +8,7 @@ their method forms and operators to ``Tensor``.
 from .pointwise import (  # noqa: F401
     abs, add, add_, clamp, cos, div, div_, eq, exp, ge, gt, le, log, log1p, logical_and, logical_or, lt,
     maximum, minimum, mul, mul_, ne, neg, pow, reciprocal, relu, rsqrt, rsub, sigmoid, sign, sin, sqrt,
-    square, sub, sub_, tan, tanh, where, _rebase_zero,
+    square, sub, sub_, tan, tanh, where, zero_,
 )
 from .reduction import (  # noqa: F401
     all, amax, amin, any, log_softmax, logsumexp, max, mean, min, norm, prod, softmax, std, sum, var,

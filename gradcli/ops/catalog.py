@@ -40,7 +40,7 @@ def method_form(info) -> str | None:
 def grad_fns_of(info) -> tuple[tuple, str | None]:
     """The grad_fn names a function records, and where they come from when it is not itself
     (an in-place op records the node of its out-of-place form: ``y.add_(1)`` gives AddBackward0)."""
-    from ..autograd.function import FUNCTIONS
+    from .registry import FUNCTIONS
     if info.grad_fns or info.category != "in-place":
         return info.grad_fns, None
     outplace = FUNCTIONS.get(info.name.rstrip("_"))
@@ -50,7 +50,7 @@ def grad_fns_of(info) -> tuple[tuple, str | None]:
 
 
 def rows() -> list[dict]:
-    from ..autograd.function import FUNCTIONS
+    from .registry import FUNCTIONS
     out = []
     for info in FUNCTIONS.values():
         grad_fns, via = grad_fns_of(info)
@@ -65,35 +65,3 @@ def rows() -> list[dict]:
             "grad_fns_of": via, "derivatives": derivatives, "doc": info.doc,
         })
     return out
-
-
-def run_ops(json_output: bool = False) -> int:
-    data = rows()
-    if json_output:
-        import json
-
-        from .._version import __version__
-        print(json.dumps({"version": __version__, "functions": data}, indent=1, ensure_ascii=False))
-        return 0
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    from ..present.tables import _console
-    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title=f"{len(data)} functions", title_justify="left")
-    table.add_column("signature", style="bold", overflow="fold")
-    table.add_column("method / operator", overflow="fold")
-    table.add_column("grad_fn", style="cyan", overflow="fold")
-    table.add_column("derivative", overflow="fold")
-    for r in data:
-        forms = "\n".join(x for x in (r["method"], r["operator"]) if x) or "-"
-        if not r["grad_fns"]:
-            why = "not differentiable" if not r["differentiable"] else \
-                "creates a leaf" if r["category"] == "creation" else "(no graph node)"
-            table.add_row(r["signature"], forms, "-", Text(why, style="dim"))
-            continue
-        for k, (grad_fn, formulas_by_input) in enumerate(r["derivatives"].items()):
-            formula = "\n".join(f"{i}: {v}" for i, v in formulas_by_input.items()) or "-"
-            table.add_row(r["signature"] if k == 0 else "", forms if k == 0 else "", grad_fn, formula)
-    _console().print(table)
-    return 0

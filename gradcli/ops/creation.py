@@ -12,12 +12,13 @@ import numpy as _np
 from ..backend import dtypes as _dt
 from ..backend import get_backend
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import function
+from .registry import function
 from ..limits import check_numel
+from ..autograd import factory as _factory
+from ..autograd.factory import DEFAULT_DEVICE, _finish  # noqa: F401  (DEFAULT_DEVICE: the CLI sets it)
 from ..autograd.tensor import Tensor
 
 _RNG = [None]  # made on first use: importing numpy.random costs ~10 ms of start-up
-DEFAULT_DEVICE = ["cpu"]  # set by the CLI's --device
 
 
 def manual_seed(seed: int) -> None:
@@ -29,20 +30,6 @@ def _rng():
     if _RNG[0] is None:
         _RNG[0] = _np.random.default_rng()
     return _RNG[0]
-
-
-def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
-    backend = get_backend(DEFAULT_DEVICE[0] if device is None else device)
-    data = backend.from_host(host) if backend.xp is not _np else host
-    if backend.xp is not _np:
-        data = backend.asarray(data, dtype)
-    t = Tensor._make(data, backend)
-    if requires_grad:
-        if not _dt.DTYPES[backend.dtype_name(data)].is_floating_point:
-            # a constructor's wording, not requires_grad_()'s ("only Tensors of floating point dtype ...")
-            raise GradTypeError("Only Tensors of floating point and complex dtype can require gradients")
-        t.requires_grad_(True)
-    return t
 
 
 def _size(size) -> tuple:
@@ -64,45 +51,7 @@ def _float(dtype) -> str:
 @function("tensor(data, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor from a number or (nested) list; ints give int64, floats the default dtype."""
-    if isinstance(data, Tensor):
-        data = data._backend.to_host(data._data)
-        inferred = _dt.DTYPES[_dt._dtype_name(data.dtype)].name if hasattr(_dt, "_dtype_name") else None
-    _check_nested(data)
-    host = _np.asarray(data)
-    if host.dtype == object or host.dtype.kind in "USO":
-        raise GradTypeError(f"could not convert {type(data).__name__} to a tensor of numbers")
-    if dtype is None:
-        kind = host.dtype.kind
-        name = "bool" if kind == "b" else "int64" if kind in "iu" else _dt.DEFAULTS.float.name
-    else:
-        name = _dt.by_name(dtype).name
-    check_numel(host.shape)
-    host = host.astype(name if name != "bool" else _np.bool_, copy=True)
-    return _finish(host, name, device, requires_grad)
-
-
-def _check_nested(data) -> None:
-    """Reject ragged lists with torch's message, without recursion."""
-    if not isinstance(data, (list, tuple)):
-        return
-    stack = [(data, 0)]
-    shape = {}
-    while stack:
-        seq, depth = stack.pop()
-        if depth in shape and shape[depth] != len(seq):
-            raise ShapeError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(seq)})")
-        shape[depth] = len(seq)
-        kinds = {isinstance(v, (list, tuple)) for v in seq}
-        if len(kinds) > 1:
-            raise ShapeError(f"expected sequence of length {len(seq)} at dim {depth + 1}")
-        for v in seq:
-            if isinstance(v, (list, tuple)):
-                stack.append((v, depth + 1))
-            elif isinstance(v, Tensor):
-                if v.numel() != 1:
-                    raise GradTypeError("only one element tensors can be converted to Python scalars")
-            elif not isinstance(v, (int, float, bool)):
-                raise GradTypeError(f"new(): invalid data type '{type(v).__name__}'")
+    return _factory.tensor(data, dtype, device, requires_grad)
 
 
 def _filled(value, size, dtype, device, requires_grad):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math as _math
 
+from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
@@ -242,3 +243,6 @@ def scalar_log(x: float) -> float:
     if x > 0:
         return _math.log(x)
     return float("-inf") if x == 0 else float("nan")
+
+
+use_formula_math(math_for)

@@ -12,7 +12,8 @@ import re
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply, function
+from ..autograd.function import apply
+from .registry import function
 from ..limits import check_numel
 from ..autograd.node import define_node
 from ..autograd.tensor import Tensor, _wrap_dim

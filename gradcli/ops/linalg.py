@@ -4,7 +4,8 @@ so the graph a learner sees (``SqueezeBackward4``, ``UnsafeViewBackward0``...) i
 from __future__ import annotations
 
 from ..errors import ShapeError, GradTypeError
-from ..autograd.function import apply, function
+from ..autograd.function import apply
+from .registry import function
 from ..limits import check_numel
 from ..autograd.node import define_node
 from .shape import _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze

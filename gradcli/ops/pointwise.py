@@ -11,7 +11,8 @@ import operator as _op
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply2, as_tensor_arg, function, record2
+from ..autograd.function import _devices_differ, apply, apply2, record2
+from .registry import as_tensor_arg, function
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
@@ -503,14 +504,20 @@ mul_ = _inplace("mul_", mul)
 div_ = _inplace("div_", div)
 
 
-def _rebase_zero(t: Tensor) -> None:
-    """``zero_()`` on a non-leaf: its gradient is zero from here on (torch's ZeroBackward0)."""
-    # the node's input is t as it was: an alias holding t's old grad_fn (the edge torch keeps)
-    t.grad_fn = apply(ZeroBackward0, (Tensor._make(t._data, t._backend, t.grad_fn),)).grad_fn
-
-
 ZeroBackward0 = define_node("ZeroBackward0", self="F.zeros_like(grad)")
 ZeroBackward0.forward = staticmethod(lambda xp, x: xp.zeros_like(x))
+
+
+@function("zero_(input)", method=True, grad_fns=("ZeroBackward0",), category="in-place")
+def zero_(input):
+    """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
+    input._check_inplace()
+    input._data[...] = 0
+    input._bump()
+    if input.grad_fn is not None and _GRAD.enabled:
+        # the node's input is the tensor as it was: an alias holding its old grad_fn (the edge torch keeps)
+        input.grad_fn = apply(ZeroBackward0, (Tensor._make(input._data, input._backend, input.grad_fn),)).grad_fn
+    return input
 
 
 # -- operators ---------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import builtins as _builtins
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply, function
+from ..autograd.function import apply
+from .registry import function
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim

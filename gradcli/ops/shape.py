@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply, function
+from ..autograd.function import apply
+from .registry import function
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _wrap_dim

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from gradcli.cli import main
-from gradcli.ops.registry import FUNCTIONS, function
+from gradcli.ops.registry import FUNCTIONS, op
 from gradcli.autograd.node import NODE_CLASSES, define_node
 from gradcli.ops.catalog import method_form, node_class
 
@@ -76,10 +76,10 @@ def test_a_new_function_appears_without_a_second_list(capsys, monkeypatch):
     import gradcli.autograd.node
     monkeypatch.setattr(gradcli.autograd.node, "NODE_CLASSES", dict(NODE_CLASSES))
     monkeypatch.setattr(gradcli.ops.registry, "FUNCTIONS", dict(FUNCTIONS))
-    define_node("CubeBackward0", self="grad * 3 * self * self")
+    cube_backward = define_node("CubeBackward0", self="grad * 3 * self * self")
 
-    @function("cube(input)", grad_fns=("CubeBackward0",), method=False)
-    def cube(x):
+    @op(cube_backward, method=False)
+    def cube(input):
         """x ** 3"""
 
     rows = {f["name"]: f for f in ops_json(capsys)["functions"]}
@@ -90,7 +90,7 @@ def test_a_new_function_appears_without_a_second_list(capsys, monkeypatch):
 
 
 def test_method_form_with_keyword_only_arguments():
-    assert method_form(FUNCTIONS["sum"]) == "x.sum(dim=None, keepdim=False)"
+    assert method_form(FUNCTIONS["sum"]) == "x.sum(dim=None, keepdim=False, *, dtype=None)"
     assert method_form(FUNCTIONS["neg"]) == "x.neg()"
 
 
@@ -99,7 +99,7 @@ def test_table_output(capsys, monkeypatch):
     assert main(["ops"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].strip() == f"{len(FUNCTIONS)} functions"
-    assert "MulBackward0" in out and "grad * other" in out and "x.mean(dim=None, keepdim=False)" in out
+    assert "MulBackward0" in out and "grad * other" in out and "x.mean(dim=None, keepdim=False, *, dtype=None)" in out
     add_line = next(line for line in out.splitlines() if line.lstrip().startswith("add(input"))
     assert add_line.split()[:7] == ["add(input,", "other,", "*,", "alpha=1)", "x.add(other,", "*,", "alpha=1)"]
     assert "AddBackward0" in add_line and "self: grad" in add_line

@@ -69,9 +69,10 @@ class Node:
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
-        NODE_CLASSES[cls.__name__] = cls
+        if register:  # a second class under a name already taken keeps the first in the table
+            NODE_CLASSES[cls.__name__] = cls
 
     def name(self) -> str:
         return type(self).__name__

@@ -284,6 +284,9 @@ class Tensor:
 
     __hash__ = object.__hash__
 
+    def __pos__(self) -> "Tensor":
+        return self
+
     def __repr__(self) -> str:
         from .tensor_str import format_tensor
         return format_tensor(

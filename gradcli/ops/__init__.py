@@ -1,26 +1,17 @@
-"""The op table: every differentiable function, its grad_fn and its derivative formulas.
+"""The ops: every user-facing function, each declared once with its node(s) and formulas.
 
-Importing this package defines the node classes (``gradcli.autograd.node.NODE_CLASSES``),
-registers the user-facing functions (``gradcli.ops.registry.FUNCTIONS``) and attaches
-their method forms and operators to ``Tensor``.
+Importing this package runs the declarations, family by family: each defines its node classes
+(``gradcli.autograd.node.NODE_CLASSES``), registers its functions (``gradcli.ops.registry.FUNCTIONS``)
+and attaches their method forms and operators to ``Tensor``. Every registered function is
+exported from here by its name (``gradcli.ops.mul``), read from the registry.
 """
 
-from .pointwise import (  # noqa: F401
-    abs, add, add_, clamp, cos, div, div_, eq, exp, ge, gt, le, log, log1p, logical_and, logical_or, lt,
-    maximum, minimum, mul, mul_, ne, neg, pow, reciprocal, relu, rsqrt, rsub, sigmoid, sign, sin, sqrt,
-    square, sub, sub_, tan, tanh, where, zero_,
-)
-from .reduction import (  # noqa: F401
-    all, amax, amin, any, log_softmax, logsumexp, max, mean, min, norm, prod, softmax, std, sum, var,
-)
-from .shape import (  # noqa: F401
-    cat, clone, detach, expand, expand_as, flatten, permute, reshape, squeeze, stack, t, transpose,
-    unsqueeze, view,
-)
-from .linalg import bmm, dot, matmul, mm, mv, outer  # noqa: F401
-from .indexing import embed, getitem, index_with_key, narrow, select  # noqa: F401
-from .creation import zeros_like  # noqa: F401,E402
-from ..autograd.tensor import Tensor as _Tensor
+from . import creation, indexing, linalg, pointwise, reduction, shape  # noqa: F401  (the declarations)
+from .formulas import math_for  # noqa: F401  (hands the engine its formula namespaces)
+from .indexing import embed, getitem, index_with_key  # noqa: F401  (used by formulas)
+from .linalg import bmm  # noqa: F401
+from .pointwise import rsub  # noqa: F401
+from .registry import FUNCTIONS
 
-_Tensor.__matmul__ = lambda a, b: matmul(a, b)
-_Tensor.__rmatmul__ = lambda a, b: matmul(b, a)
+globals().update({name: info.fn for name, info in FUNCTIONS.items()})
+__all__ = list(FUNCTIONS)

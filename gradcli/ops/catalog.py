@@ -1,17 +1,14 @@
 """``gradcli ops``: every function, read from the op table the engine itself uses.
 
-Each row comes from :data:`gradcli.ops.registry.FUNCTIONS` (name, signature, method form, the
-grad_fn names it records) joined with the node classes those names denote (the derivative
-formula per input, as written in the table). Nothing here is a second list to keep in sync,
-except the spelling of the operators that call these functions.
+Each row comes from the op's declaration in :data:`gradcli.ops.registry.FUNCTIONS`: its name,
+the signature read from the function itself, the method form, the operator spelling, the node
+classes it records and their derivative formula per input, exactly as the engine runs them.
+Nothing here is a second list to keep in sync.
 """
 
 from __future__ import annotations
 
-# How the language's operators reach the op table.
-OPERATORS = {"add": "a + b", "sub": "a - b", "mul": "a * b", "div": "a / b", "matmul": "a @ b",
-             "pow": "a ** b", "neg": "-a", "lt": "a < b", "le": "a <= b", "gt": "a > b", "ge": "a >= b",
-             "eq": "a == b", "ne": "a != b"}
+from . import registry
 
 
 def node_class(name: str):
@@ -37,31 +34,27 @@ def method_form(info) -> str | None:
     return f"x.{name}({', '.join(rest)})"
 
 
-def grad_fns_of(info) -> tuple[tuple, str | None]:
-    """The grad_fn names a function records, and where they come from when it is not itself
+def nodes_of(info) -> tuple[tuple, str | None]:
+    """The node classes a function records, and where they come from when it is not itself
     (an in-place op records the node of its out-of-place form: ``y.add_(1)`` gives AddBackward0)."""
-    from .registry import FUNCTIONS
-    if info.grad_fns or info.category != "in-place":
-        return info.grad_fns, None
-    outplace = FUNCTIONS.get(info.name.rstrip("_"))
+    if info.nodes or info.category != "in-place":
+        return info.nodes, None
+    outplace = registry.FUNCTIONS.get(info.name.rstrip("_"))
     if outplace is None:
         return (), None
-    return outplace.grad_fns, outplace.name
+    return outplace.nodes, outplace.name
 
 
 def rows() -> list[dict]:
-    from .registry import FUNCTIONS
     out = []
-    for info in FUNCTIONS.values():
-        grad_fns, via = grad_fns_of(info)
-        derivatives = {}
-        for grad_fn in grad_fns:
-            cls = node_class(grad_fn)
-            derivatives[grad_fn] = {inp: text for inp, text in getattr(cls, "derivatives", ())} if cls else {}
+    for info in registry.FUNCTIONS.values():
+        nodes, via = nodes_of(info)
+        grad_fns = [cls.__name__ for cls in nodes]
+        derivatives = {cls.__name__: dict(cls.derivatives) for cls in nodes}
         out.append({
             "name": info.name, "signature": info.signature, "arguments": arguments(info.signature),
-            "method": method_form(info), "operator": OPERATORS.get(info.name), "arity": info.arity,
-            "category": info.category, "differentiable": info.differentiable, "grad_fns": list(grad_fns),
+            "method": method_form(info), "operator": info.operator, "arity": info.arity,
+            "category": info.category, "differentiable": info.differentiable, "grad_fns": grad_fns,
             "grad_fns_of": via, "derivatives": derivatives, "doc": info.doc,
         })
     return out

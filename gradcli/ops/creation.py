@@ -12,7 +12,7 @@ import numpy as _np
 from ..backend import dtypes as _dt
 from ..backend import get_backend
 from ..errors import GradTypeError, ShapeError
-from .registry import function
+from .registry import op
 from ..limits import check_numel
 from ..autograd import factory as _factory
 from ..autograd.factory import DEFAULT_DEVICE, _finish  # noqa: F401  (DEFAULT_DEVICE: the CLI sets it)
@@ -48,7 +48,7 @@ def _float(dtype) -> str:
     return (_dt.DEFAULTS.float if dtype is None else _dt.by_name(dtype)).name
 
 
-@function("tensor(data, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A tensor from a number or (nested) list; ints give int64, floats the default dtype."""
     return _factory.tensor(data, dtype, device, requires_grad)
@@ -68,20 +68,19 @@ def _full(shape, value, name, device, requires_grad):
     return _finish(_np.full(shape, value, dtype=name), name, device, requires_grad)
 
 
-@function("ones(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones."""
     return _filled(1, size, dtype, device, requires_grad)
 
 
-@function("zeros(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros."""
     return _filled(0, size, dtype, device, requires_grad)
 
 
-@function("full(size, fill_value, dtype=None, device=None, requires_grad=False)", method=False,
-          category="creation")
+@op(method=False, category="creation")
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with one value (its dtype inferred from the value)."""
     if isinstance(size, int):
@@ -93,7 +92,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return _full(shape, fill_value, name, device, requires_grad)
 
 
-@function("rand(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def rand(*size, dtype=None, device=None, requires_grad=False):
     """Uniform random values in [0, 1) (seed with --seed)."""
     shape = _size(size)
@@ -101,7 +100,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False):
     return _finish(_rng().random(shape).astype(name), name, device, requires_grad)
 
 
-@function("randn(*size, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def randn(*size, dtype=None, device=None, requires_grad=False):
     """Standard normal random values (seed with --seed)."""
     shape = _size(size)
@@ -109,8 +108,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False):
     return _finish(_rng().standard_normal(shape).astype(name), name, device, requires_grad)
 
 
-@function("arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False)", method=False,
-          category="creation")
+@op(method=False, category="creation")
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values from start (default 0) up to end, by step; integers give int64."""
     if end is None:
@@ -134,8 +132,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _finish(host, name, device, requires_grad)
 
 
-@function("linspace(start, end, steps, dtype=None, device=None, requires_grad=False)", method=False,
-          category="creation")
+@op(method=False, category="creation")
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from start to end inclusive."""
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
@@ -145,7 +142,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     return _finish(_np.linspace(start, end, steps).astype(name), name, device, requires_grad)
 
 
-@function("eye(n, m=None, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     """The identity matrix (n x m)."""
     m = n if m is None else m
@@ -163,40 +160,37 @@ def _like(fill, input, dtype, device, requires_grad):
     return _finish(host, name, device, requires_grad)
 
 
-@function("ones_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def ones_like(input, dtype=None, device=None, requires_grad=False):
     """Ones with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _np.ones(s, dtype=d), input, dtype, device, requires_grad)
 
 
-@function("zeros_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def zeros_like(input, dtype=None, device=None, requires_grad=False):
     """Zeros with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _np.zeros(s, dtype=d), input, dtype, device, requires_grad)
 
 
-@function("full_like(input, fill_value, dtype=None, device=None, requires_grad=False)", method=False,
-          category="creation")
+@op(method=False, category="creation")
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _np.full(s, fill_value, dtype=d), input, dtype, device, requires_grad)
 
 
-@function("rand_like(input, dtype=None, device=None, requires_grad=False)", method=False, category="creation")
+@op(method=False, category="creation")
 def rand_like(input, dtype=None, device=None, requires_grad=False):
     """Uniform random values with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _rng().random(s).astype(d), input, dtype, device, requires_grad)
 
 
-@function("randn_like(input, dtype=None, device=None, requires_grad=False)", method=False,
-          category="creation")
+@op(method=False, category="creation")
 def randn_like(input, dtype=None, device=None, requires_grad=False):
     """Standard normal values with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _rng().standard_normal(s).astype(d), input, dtype, device, requires_grad)
 
 
-@function("allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False)", differentiable=False,
-          category="comparison")
+@op(differentiable=False, category="comparison")
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """True when |input - other| <= atol + rtol * |other| everywhere (a Python bool)."""
     a = input._backend.to_host(input._data) if isinstance(input, Tensor) else _np.asarray(input)

@@ -8,8 +8,9 @@ from ..autograd.node import Node, new_node
 from ..autograd.tensor import Tensor
 
 
-class ToCopyBackward0(Node):
-    """Backward of a device move: the gradient goes back to the source device."""
+class ToCopyBackward0(Node, register=False):
+    """Backward of a device move: the gradient goes back to the source device. torch has one
+    ToCopyBackward0 for dtype and device; the op table lists the dtype one (``gradcli.ops.shape``)."""
 
     __slots__ = ()
     derivatives = (("self", "grad.to(self.device)"),)

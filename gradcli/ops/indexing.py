@@ -13,7 +13,7 @@ import re
 from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
-from .registry import function
+from .registry import op
 from ..limits import check_numel
 from ..autograd.node import define_node
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -70,9 +70,11 @@ def index_with_key(x, key):
     return apply(IndexBackward0, (x,), (key,))
 
 
-def narrow(x, dim, start, length):
-    key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, x.ndim)
-    return apply(SliceBackward0, (x,), (key,))
+@op(SliceBackward0, category="shape")
+def narrow(input, dim, start, length):
+    """``length`` elements of ``dim`` from ``start`` (a view: SliceBackward0)."""
+    key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, input.ndim)
+    return apply(SliceBackward0, (input,), (key,))
 
 
 def _is_advanced(item) -> bool:
@@ -225,10 +227,9 @@ def _checked_getitem(self, key):
 Tensor.__getitem__ = _checked_getitem
 
 
-@function("select(input, dim, index)", grad_fns=("SelectBackward0",), category="shape")
+@op(SelectBackward0, category="shape")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed)."""
     return _select(input, _wrap_dim(dim, input.ndim), int(index))
 
 
-function("narrow(input, dim, start, length)", grad_fns=("SliceBackward0",), category="shape")(narrow)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from ..errors import ShapeError, GradTypeError
 from ..autograd.function import apply
-from .registry import function
+from .registry import op
 from ..limits import check_numel
 from ..autograd.node import define_node
-from .shape import _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze
+from .pointwise import MulBackward0
+from .shape import ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze
 
 MmBackward0 = define_node("MmBackward0", inputs=("self", "mat2"),
                           self="F.mm(grad, F.t(mat2))", mat2="F.mm(F.t(self), grad)",
@@ -45,7 +46,7 @@ def _same_dtype(a, b, name):
                             f"and {_SCALAR_TYPES.get(y, y)}")
 
 
-@function("mm(input, mat2)", grad_fns=("MmBackward0",), category="linalg")
+@op(MmBackward0, category="linalg")
 def mm(input, mat2):
     """Matrix product of two 2-d tensors."""
     if input.ndim != 2 or mat2.ndim != 2:
@@ -58,7 +59,7 @@ def mm(input, mat2):
     return apply(MmBackward0, (input, mat2))
 
 
-@function("mv(input, vec)", grad_fns=("MvBackward0",), category="linalg")
+@op(MvBackward0, category="linalg")
 def mv(input, vec):
     """Matrix-vector product."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -70,7 +71,7 @@ def mv(input, vec):
     return apply(MvBackward0, (input, vec))
 
 
-@function("dot(input, tensor)", grad_fns=("DotBackward0",), category="linalg")
+@op(DotBackward0, category="linalg")
 def dot(input, tensor):
     """Inner product of two 1-d tensors."""
     if input.ndim != 1 or tensor.ndim != 1:
@@ -87,7 +88,7 @@ def bmm(input, mat2):
     return apply(BmmBackward0, (input, mat2))
 
 
-@function("outer(input, vec2)", grad_fns=("MulBackward0", "ViewBackward0"), category="linalg")
+@op(MulBackward0, ViewBackward0, category="linalg")
 def outer(input, vec2):
     """Outer product of two 1-d tensors (torch computes it as input.reshape(-1, 1) * vec2)."""
     for arg, t in (("self", input), ("vec2", vec2)):
@@ -97,8 +98,8 @@ def outer(input, vec2):
     return reshape(input, -1, 1) * vec2
 
 
-@function("matmul(input, other)", grad_fns=("MmBackward0", "MvBackward0", "DotBackward0", "BmmBackward0"),
-          category="linalg")
+@op(MmBackward0, MvBackward0, DotBackward0, BmmBackward0, category="linalg", operator="a @ b",
+    reflected=lambda a, b: matmul(b, a))
 def matmul(input, other):
     """Matrix product with torch's rules for 1-d, 2-d and batched operands (the @ operator)."""
     a, b = input.ndim, other.ndim

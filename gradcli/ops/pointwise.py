@@ -7,12 +7,12 @@ summed back to their shapes by the node base (``broadcasts=True``).
 
 from __future__ import annotations
 
-import operator as _op
+import inspect
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply2, record2
-from .registry import as_tensor_arg, function
+from ..autograd.function import _devices_differ, apply, apply2
+from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
@@ -20,47 +20,9 @@ from ..autograd.tensor import Tensor
 
 _SCALARS = (int, float, bool)
 
-# -- binary arithmetic -------------------------------------------------------------------
 
-AddBackward0 = define_node(
-    "AddBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
-    forward=None, self="grad", other="grad if alpha == 1 else grad * alpha")
-SubBackward0 = define_node(
-    "SubBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
-    self="grad", other="-grad if alpha == 1 else -grad * alpha")
-RsubBackward1 = define_node(
-    "RsubBackward1", inputs=("self",), attrs=("other", "alpha"),
-    self="-grad if alpha == 1 else -grad * alpha")
-MulBackward0 = define_node(
-    "MulBackward0", inputs=("self", "other"), broadcasts=True,
-    self="grad * other", other="grad * self")
-DivBackward0 = define_node(
-    "DivBackward0", inputs=("self", "other"), broadcasts=True,
-    self="grad / other", other="-grad * self / (other * other)")
-NegBackward0 = define_node("NegBackward0", self="-grad")
-PowBackward0 = define_node(
-    "PowBackward0", attrs=("exponent",),
-    self="F.zeros_like(grad) if exponent == 0 else F.mul_(F.mul_(self ** (exponent - 1), exponent), grad)")
-PowBackward1 = define_node(
-    "PowBackward1", inputs=("self", "exponent"), broadcasts=True,
-    self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
-    exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
-PowBackward2 = define_node(
-    "PowBackward2", inputs=("exponent",), attrs=("self",),
-    # 0 ** x: torch's gradient is 0 where x >= 0 (not 0 * log 0 = nan)
-    exponent="grad * result * scalar_log(self) if self != 0 else "
-             "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
 
-AddBackward0.forward = staticmethod(lambda xp, a, b, alpha: a + b if alpha == 1 else a + alpha * b)
-SubBackward0.forward = staticmethod(lambda xp, a, b, alpha: a - b if alpha == 1 else a - alpha * b)
-RsubBackward1.forward = staticmethod(lambda xp, a, other, alpha: other - (a if alpha == 1 else alpha * a))
-MulBackward0.forward = staticmethod(lambda xp, a, b: a * b)
-DivBackward0.forward = staticmethod(lambda xp, a, b: a / b)
-NegBackward0.forward = staticmethod(lambda xp, a: -a)
-PowBackward0.forward = staticmethod(lambda xp, a, e: a ** e)
-PowBackward1.forward = staticmethod(lambda xp, a, e: a ** e)
-PowBackward2.forward = staticmethod(lambda xp, e, base: base ** e)
-
+# -- checks shared by the binary ops -------------------------------------------------------------
 
 def _operands(a, b, name: str):
     """Check operands, broadcast-compatibility and promote dtypes as torch does.
@@ -118,20 +80,24 @@ def _binary(cls, a, b, attrs, name):
     return apply(cls, (a, b), attrs, _operands(a, b, name))
 
 
-@function("add(input, other, *, alpha=1)", grad_fns=("AddBackward0",))
+# -- binary arithmetic -------------------------------------------------------------------
+
+AddBackward0 = define_node(
+    "AddBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
+    forward=lambda xp, a, b, alpha: a + b if alpha == 1 else a + alpha * b,
+    self="grad", other="grad if alpha == 1 else grad * alpha")
+
+
+@op(AddBackward0, operator="a + b", reflected=True, fast=True)
 def add(input, other, *, alpha=1):
     """Elementwise sum, broadcasting: input + alpha * other."""
     return _binary(AddBackward0, input, other, (alpha,), "add")
 
 
-@function("sub(input, other, *, alpha=1)", grad_fns=("SubBackward0", "RsubBackward1"))
-def sub(input, other, *, alpha=1):
-    """Elementwise difference, broadcasting: input - alpha * other."""
-    if input.__class__ is not Tensor and other.__class__ is Tensor:
-        # torch.sub(2, x) wraps the number: SubBackward0 with a None edge (``2 - x`` is RsubBackward1)
-        input = as_tensor_arg(input, other)
-    _no_bool_sub(input, other)
-    return _binary(SubBackward0, input, other, (alpha,), "sub")
+RsubBackward1 = define_node(
+    "RsubBackward1", inputs=("self",), attrs=("other", "alpha"),
+    forward=lambda xp, a, other, alpha: other - (a if alpha == 1 else alpha * a),
+    self="-grad if alpha == 1 else -grad * alpha")
 
 
 def _no_bool_sub(a, b):
@@ -153,13 +119,40 @@ def rsub(input, other, *, alpha=1):
     return sub(as_tensor_arg(other, input), input, alpha=alpha)
 
 
-@function("mul(input, other)", grad_fns=("MulBackward0",))
+SubBackward0 = define_node(
+    "SubBackward0", inputs=("self", "other"), attrs=("alpha",), broadcasts=True,
+    forward=lambda xp, a, b, alpha: a - b if alpha == 1 else a - alpha * b,
+    self="grad", other="-grad if alpha == 1 else -grad * alpha")
+
+
+@op(SubBackward0, RsubBackward1, operator="a - b", reflected=rsub, fast=True)
+def sub(input, other, *, alpha=1):
+    """Elementwise difference, broadcasting: input - alpha * other."""
+    if input.__class__ is not Tensor and other.__class__ is Tensor:
+        # torch.sub(2, x) wraps the number: SubBackward0 with a None edge (``2 - x`` is RsubBackward1)
+        input = as_tensor_arg(input, other)
+    _no_bool_sub(input, other)
+    return _binary(SubBackward0, input, other, (alpha,), "sub")
+
+
+MulBackward0 = define_node(
+    "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a * b,
+    self="grad * other", other="grad * self")
+
+
+@op(MulBackward0, operator="a * b", reflected=True, fast=True)
 def mul(input, other):
     """Elementwise product, broadcasting."""
     return _binary(MulBackward0, input, other, (), "mul")
 
 
-@function("div(input, other)", grad_fns=("DivBackward0",))
+DivBackward0 = define_node(
+    "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a / b,
+    self="grad / other", other="-grad * self / (other * other)")
+
+
+# torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
+@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b))
 def div(input, other):
     """Elementwise quotient, broadcasting (true division: integers give floats)."""
     if input.__class__ is not Tensor:
@@ -172,13 +165,30 @@ def div(input, other):
     return _binary(DivBackward0, input, other, (), "div")
 
 
-@function("neg(input)", grad_fns=("NegBackward0",))
+NegBackward0 = define_node("NegBackward0", forward=lambda xp, a: -a, self="-grad")
+
+
+@op(NegBackward0, operator="-a")
 def neg(input):
     """Elementwise negation."""
     return apply(NegBackward0, (input,))
 
 
-@function("pow(input, exponent)", grad_fns=("PowBackward0", "PowBackward1", "PowBackward2"))
+PowBackward0 = define_node(
+    "PowBackward0", attrs=("exponent",), forward=lambda xp, a, e: a ** e,
+    self="F.zeros_like(grad) if exponent == 0 else F.mul_(F.mul_(self ** (exponent - 1), exponent), grad)")
+PowBackward1 = define_node(
+    "PowBackward1", inputs=("self", "exponent"), broadcasts=True, forward=lambda xp, a, e: a ** e,
+    self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
+    exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
+PowBackward2 = define_node(
+    "PowBackward2", inputs=("exponent",), attrs=("self",), forward=lambda xp, e, base: base ** e,
+    # 0 ** x: torch's gradient is 0 where x >= 0 (not 0 * log 0 = nan)
+    exponent="grad * result * scalar_log(self) if self != 0 else "
+             "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
+
+
+@op(PowBackward0, PowBackward1, PowBackward2, operator="a ** b", reflected=lambda a, b: pow(b, a))
 def pow(input, exponent):
     """input ** exponent; either side may be a number."""
     if input.__class__ is not Tensor:
@@ -202,7 +212,7 @@ def pow(input, exponent):
     return apply(PowBackward0, (input,), (exponent,), None if arrays is None else [arrays[0]])
 
 
-@function("square(input)", grad_fns=("PowBackward0",))
+@op(PowBackward0)
 def square(input):
     """input ** 2 (recorded as PowBackward0, as torch does)."""
     return pow(input, 2)
@@ -210,20 +220,21 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, method=True, keep_int=False):
-    cls = define_node(grad_fn, self=formula)
-    cls.forward = staticmethod(forward)
+def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None):
+    """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
+    derivative ``formula`` of ``self``) and its function, which computes in the default float
+    dtype unless ``keep_int``."""
+    cls = define_node(grad_fn, forward=forward, self=formula)
 
-    def op(input):
+    def unary_op(input):
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if not keep_int and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
             input = input.to(_dt.DEFAULTS.float)
         return apply(cls, (input,))
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = doc
-    function(f"{name}(input)", grad_fns=(grad_fn,), method=method)(op)
-    return op
+    unary_op.__name__ = unary_op.__qualname__ = name
+    unary_op.__doc__ = doc
+    return op(cls, operator=operator)(unary_op)
 
 
 def _sigmoid(xp, x):
@@ -238,7 +249,7 @@ log1p = _unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), "grad / (se
 sqrt = _unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), "grad / (2 * result)", "Square root.")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", lambda xp, x: 1 / xp.sqrt(x), "-0.5 * grad * result ** 3", "1 / sqrt(x).")
 abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.",
-             keep_int=True)
+             keep_int=True, operator="abs(a)")
 sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "F.mul_(F.cos(self), grad)", "Sine.")
 cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self)", "Cosine.")
 tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
@@ -248,11 +259,12 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "grad * (1 - result) *
 relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x <= 0, xp.zeros_like(x), x),
               "grad * (1 - F.mask(result <= 0, grad))", "max(x, 0), elementwise.", keep_int=True)
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
-SignBackward0 = define_node("SignBackward0", self="F.zeros_like(grad)")
-SignBackward0.forward = staticmethod(lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)))  # sign(nan) is 0
+SignBackward0 = define_node(
+    "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0
+    self="F.zeros_like(grad)")
 
 
-@function("sign(input)", grad_fns=("SignBackward0",))
+@op(SignBackward0)
 def sign(input):
     """-1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(SignBackward0, (input,))
@@ -261,17 +273,15 @@ def sign(input):
 # -- clamp, maximum, minimum, where --------------------------------------------------------------
 
 ClampBackward1 = define_node(
-    "ClampBackward1", attrs=("min", "max"),
+    "ClampBackward1", forward=lambda xp, x, lo, hi: xp.clip(x, lo, hi), attrs=("min", "max"),
     self="F.where(clamp_mask(F, self, min, max), grad, 0.0)")
-ClampBackward1.forward = staticmethod(lambda xp, x, lo, hi: xp.clip(x, lo, hi))
 ClampBackward0 = define_node(
     "ClampBackward0", inputs=("self", "min", "max"), broadcasts=True,
+    forward=lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo) if lo is not None else x, hi) if hi is not None
+    else xp.maximum(x, lo),
     self="F.where(clamp_mask(F, self, min, max), grad, 0.0)",
     min="F.where(self < min, grad, 0.0)",
     max="F.where(self > max, grad, 0.0)")
-ClampBackward0.forward = staticmethod(
-    lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo) if lo is not None else x, hi) if hi is not None
-    else xp.maximum(x, lo))
 
 
 def clamp_mask(F, x, lo, hi):
@@ -285,7 +295,7 @@ def clamp_mask(F, x, lo, hi):
 formula_helpers(clamp_mask=clamp_mask)
 
 
-@function("clamp(input, min=None, max=None)", grad_fns=("ClampBackward1", "ClampBackward0"))
+@op(ClampBackward1, ClampBackward0)
 def clamp(input, min=None, max=None):
     """Limit values to [min, max]; either bound may be None, a number or a tensor."""
     if min is None and max is None:
@@ -313,26 +323,24 @@ def clamp(input, min=None, max=None):
 
 
 MaximumBackward0 = define_node(
-    "MaximumBackward0", inputs=("self", "other"), broadcasts=True,
+    "MaximumBackward0", forward=lambda xp, a, b: xp.maximum(a, b), inputs=("self", "other"), broadcasts=True,
     # torch's masked_fill(self < other, 0): where a NaN is compared, both inputs get the gradient
     self="F.where(self == other, grad / 2, F.where(self < other, 0.0, grad))",
     other="F.where(self == other, grad / 2, F.where(self > other, 0.0, grad))")
-MaximumBackward0.forward = staticmethod(lambda xp, a, b: xp.maximum(a, b))
 MinimumBackward0 = define_node(
-    "MinimumBackward0", inputs=("self", "other"), broadcasts=True,
+    "MinimumBackward0", forward=lambda xp, a, b: xp.minimum(a, b), inputs=("self", "other"), broadcasts=True,
     self="F.where(self == other, grad / 2, F.where(self > other, 0.0, grad))",
     other="F.where(self == other, grad / 2, F.where(self < other, 0.0, grad))")
-MinimumBackward0.forward = staticmethod(lambda xp, a, b: xp.minimum(a, b))
 
 
-@function("maximum(input, other)", grad_fns=("MaximumBackward0",))
+@op(MaximumBackward0)
 def maximum(input, other):
     """Elementwise maximum of two tensors (ties split the gradient)."""
     other = as_tensor_arg(other, input)
     return _binary(MaximumBackward0, input, other, (), "maximum")
 
 
-@function("minimum(input, other)", grad_fns=("MinimumBackward0",))
+@op(MinimumBackward0)
 def minimum(input, other):
     """Elementwise minimum of two tensors (ties split the gradient)."""
     other = as_tensor_arg(other, input)
@@ -341,11 +349,11 @@ def minimum(input, other):
 
 WhereBackward0 = define_node(
     "WhereBackward0", inputs=("self", "other"), attrs=("condition",), broadcasts=True,
+    forward=lambda xp, a, b, cond: xp.where(cond, a, b),
     self="F.where(condition, grad, 0.0)", other="F.where(condition, 0.0, grad)")
-WhereBackward0.forward = staticmethod(lambda xp, a, b, cond: xp.where(cond, a, b))
 
 
-@function("where(condition, input, other)", method=False, grad_fns=("WhereBackward0",))
+@op(WhereBackward0, method=False)
 def where(condition, input, other):
     """Pick input where condition is true, else other (either may be a number)."""
     if condition.__class__ is not Tensor or condition.dtype.name != "bool":
@@ -394,38 +402,33 @@ def _zip_right(shapes):
 
 # -- comparisons (never differentiable) ------------------------------------------------------------
 
-class _Compare:
-    __slots__ = ("name", "forward")
-
-
-def _comparison(name, symbol, forward):
-    def op(input, other):
+def _comparison(name, symbol, forward, flipped):
+    """One declaration for a comparison: ``a < b`` on arrays is ``forward``; with the number
+    first it is the ``flipped`` comparison (``2 < x`` is ``x > 2``)."""
+    def compare(input, other):
         if input.__class__ is not Tensor:
-            input, other = other, input
-            flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(name, name)
-            return FUNCTIONS_BY_NAME[flipped](input, other)
+            return _COMPARISONS[flipped](other, input)
         arrays = _operands(input, other, name)
         a, b = arrays if arrays is not None else (input._data,
                                                   other._data if other.__class__ is Tensor else other)
         return Tensor._make(forward(a, b), input._backend)
-    op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise input {symbol} other, as a bool tensor (never differentiable)."
-    function(f"{name}(input, other)", grad_fns=(), differentiable=False, category="comparison")(op)
-    FUNCTIONS_BY_NAME[name] = op
-    return op
+    compare.__name__ = compare.__qualname__ = name
+    compare.__doc__ = f"Elementwise input {symbol} other, as a bool tensor (never differentiable)."
+    _COMPARISONS[name] = compare
+    return op(operator=f"a {symbol} b", differentiable=False, category="comparison")(compare)
 
 
-FUNCTIONS_BY_NAME: dict = {}
-lt = _comparison("lt", "<", lambda a, b: a < b)
-le = _comparison("le", "<=", lambda a, b: a <= b)
-gt = _comparison("gt", ">", lambda a, b: a > b)
-ge = _comparison("ge", ">=", lambda a, b: a >= b)
-eq = _comparison("eq", "==", lambda a, b: a == b)
-ne = _comparison("ne", "!=", lambda a, b: a != b)
+_COMPARISONS: dict = {}
+lt = _comparison("lt", "<", lambda a, b: a < b, flipped="gt")
+le = _comparison("le", "<=", lambda a, b: a <= b, flipped="ge")
+gt = _comparison("gt", ">", lambda a, b: a > b, flipped="lt")
+ge = _comparison("ge", ">=", lambda a, b: a >= b, flipped="le")
+eq = _comparison("eq", "==", lambda a, b: a == b, flipped="eq")
+ne = _comparison("ne", "!=", lambda a, b: a != b, flipped="ne")
 
 
-def _bool_op(name, symbol, fn_name):
-    def op(input, other):
+def _bool_op(name, symbol, fn_name, operator):
+    def logical(input, other):
         xp = input._backend.xp
         if other.__class__ is not Tensor:  # torch takes no numbers here (numpy would make an object array of None)
             raise GradTypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
@@ -437,20 +440,20 @@ def _bool_op(name, symbol, fn_name):
         a, b = (t._data if t.dtype.name == "bool" else xp.astype(t._data, input._backend.dtype("bool"))
                 for t in (input, other))
         return Tensor._make(getattr(xp, fn_name)(a, b), input._backend)
-    op.__name__ = name
-    op.__doc__ = f"Elementwise logical {symbol} of two tensors."
-    function(f"{name}(input, other)", differentiable=False, category="comparison")(op)
-    return op
+    logical.__name__ = logical.__qualname__ = name
+    logical.__doc__ = f"Elementwise logical {symbol} of two tensors."
+    return op(operator=operator, differentiable=False, category="comparison")(logical)
 
 
-logical_and = _bool_op("logical_and", "and", "logical_and")
-logical_or = _bool_op("logical_or", "or", "logical_or")
+logical_and = _bool_op("logical_and", "and", "logical_and", "a & b")
+logical_or = _bool_op("logical_or", "or", "logical_or", "a | b")
 
 
 # -- in-place updates -----------------------------------------------------------------------------------
 
-def _inplace(name, outplace):
-    def op(self, other, **kwargs):
+def _inplace(name, outplace, operator):
+    """``add_`` from ``add``: the same arguments, the result written into ``self``."""
+    def inplace(self, other, **kwargs):
         self._check_inplace()
         if _GRAD.enabled and (self._requires_grad or (other.__class__ is Tensor and other._requires_grad)):
             # Record like torch's rebase_history: self now holds the result of a new node.
@@ -475,10 +478,10 @@ def _inplace(name, outplace):
             self._data[...] = result._data
         self._bump()
         return self
-    op.__name__ = name
-    op.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."
-    function(f"{name}(self, other)", method=True, category="in-place")(op)
-    return op
+    inplace.__name__ = inplace.__qualname__ = name
+    inplace.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."
+    inplace.__signature__ = inspect.signature(outplace)  # what it takes is what outplace takes
+    return op(operator=operator, category="in-place")(inplace)
 
 
 def _scalar_type(dtype) -> str:
@@ -498,17 +501,16 @@ def _no_grad():
     return no_grad()
 
 
-add_ = _inplace("add_", add)
-sub_ = _inplace("sub_", sub)
-mul_ = _inplace("mul_", mul)
-div_ = _inplace("div_", div)
+add_ = _inplace("add_", add, "a += b")
+sub_ = _inplace("sub_", sub, "a -= b")
+mul_ = _inplace("mul_", mul, "a *= b")
+div_ = _inplace("div_", div, "a /= b")
 
 
-ZeroBackward0 = define_node("ZeroBackward0", self="F.zeros_like(grad)")
-ZeroBackward0.forward = staticmethod(lambda xp, x: xp.zeros_like(x))
+ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like(x), self="F.zeros_like(grad)")
 
 
-@function("zero_(input)", method=True, grad_fns=("ZeroBackward0",), category="in-place")
+@op(ZeroBackward0, category="in-place")
 def zero_(input):
     """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
     input._check_inplace()
@@ -518,50 +520,3 @@ def zero_(input):
         # the node's input is the tensor as it was: an alias holding its old grad_fn (the edge torch keeps)
         input.grad_fn = apply(ZeroBackward0, (Tensor._make(input._data, input._backend, input.grad_fn),)).grad_fn
     return input
-
-
-# -- operators ---------------------------------------------------------------------------------------------
-
-def _operator(cls, attrs, compute, general):
-    """``Tensor.__mul__`` and friends: two tensors of one dtype, shape and device (what a chain of
-    arithmetic is made of) go straight to the array operation and the recording; anything else
-    (numbers, broadcasting, promotion, errors) takes the general function."""
-    def operator(a, b):
-        if b.__class__ is Tensor:
-            da = a._data
-            db = b._data
-            if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
-                return record2(cls, a, b, da, db, compute(da, db), attrs)
-        return general(a, b)
-    operator.__name__ = operator.__qualname__ = f"__{general.__name__}__"
-    operator.__doc__ = general.__doc__
-    return operator
-
-
-def _install_operators() -> None:
-    T = Tensor
-    # The functions themselves (not lambdas around them), with a fast path for the common case.
-    T.__add__ = _operator(AddBackward0, (1,), _op.add, add)
-    T.__radd__ = add
-    T.__sub__ = _operator(SubBackward0, (1,), _op.sub, sub)
-    T.__rsub__ = rsub
-    T.__mul__ = _operator(MulBackward0, (), _op.mul, mul)
-    T.__rmul__ = mul
-    T.__truediv__ = div
-    T.__rtruediv__ = lambda a, b: mul(reciprocal(a), b)  # torch's __rtruediv__: reciprocal(x) * 2
-    T.__neg__ = neg
-    T.__pos__ = lambda a: a
-    T.__pow__ = lambda a, b: pow(a, b)
-    T.__rpow__ = lambda a, b: pow(b, a)
-    T.__lt__, T.__le__, T.__gt__, T.__ge__ = lt, le, gt, ge
-    T.__eq__, T.__ne__ = eq, ne
-    T.__and__ = logical_and
-    T.__or__ = logical_or
-    T.__iadd__ = lambda a, b: add_(a, b)
-    T.__isub__ = lambda a, b: sub_(a, b)
-    T.__imul__ = lambda a, b: mul_(a, b)
-    T.__itruediv__ = lambda a, b: div_(a, b)
-    T.__abs__ = abs
-
-
-_install_operators()

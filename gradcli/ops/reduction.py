@@ -12,7 +12,7 @@ import builtins as _builtins
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
-from .registry import function
+from .registry import op
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -239,15 +239,23 @@ def _dt_name(t):
     return {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(t.dtype.name, t.dtype.name)
 
 
+def _cast_for(input, dtype):
+    """``dtype=`` of a reduction: the input cast to it first (torch casts inside sum/mean/prod's own
+    node; here the cast is its own ToCopyBackward0 node before it, with the same values and gradients)."""
+    if dtype is None or input.__class__ is not Tensor:
+        return input
+    return input.to(_dt.by_name(dtype))
+
+
 def _reduce_scalar_dim(x, dim):
     """torch allows dim 0/-1 on a 0-d tensor; numpy does not: reduce over nothing."""
     return dim if x.ndim else None
 
 
-@function("sum(input, dim=None, keepdim=False)", grad_fns=("SumBackward0", "SumBackward1"),
-          category="reduction")
+@op(SumBackward0, SumBackward1, category="reduction")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum of all elements, or over ``dim`` (an int or a tuple)."""
+    """Sum of all elements, or over ``dim`` (an int or a tuple); ``dtype``: compute and return in it."""
+    input = _cast_for(input, dtype)
     if input.dtype.name == "bool":
         input = input.to("int64")
     if dim is None:
@@ -257,10 +265,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return apply(SumBackward1, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@function("mean(input, dim=None, keepdim=False)", grad_fns=("MeanBackward0", "MeanBackward1"),
-          category="reduction")
+@op(MeanBackward0, MeanBackward1, category="reduction")
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Arithmetic mean of all elements, or over ``dim``."""
+    """Arithmetic mean of all elements, or over ``dim``; ``dtype``: compute and return in it."""
+    input = _cast_for(input, dtype)
     _float_input("mean", input)
     if dim is None and not keepdim:
         return apply(MeanBackward0, (input,))
@@ -268,10 +276,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return apply(MeanBackward1, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@function("prod(input, dim=None, keepdim=False)", grad_fns=("ProdBackward0", "ProdBackward1"),
-          category="reduction")
-def prod(input, dim=None, keepdim=False):
-    """Product of all elements, or over one ``dim``."""
+@op(ProdBackward0, ProdBackward1, category="reduction")
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product of all elements, or over one ``dim``; ``dtype``: compute and return in it."""
+    input = _cast_for(input, dtype)
     if dim is None:
         return apply(ProdBackward0, (input,))
     if isinstance(dim, (list, tuple)):
@@ -334,23 +342,21 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
     return ret_cls(name, values, Tensor._make(xp.astype(indices, xp.int64), input._backend))
 
 
-@function("max(input, dim=None, keepdim=False)", grad_fns=("MaxBackward1", "MaxBackward0"),
-          category="reduction")
+@op(MaxBackward1, MaxBackward0, category="reduction")
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise maximum."""
     from .pointwise import maximum
     return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, maximum)
 
 
-@function("min(input, dim=None, keepdim=False)", grad_fns=("MinBackward1", "MinBackward0"),
-          category="reduction")
+@op(MinBackward1, MinBackward0, category="reduction")
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise minimum."""
     from .pointwise import minimum
     return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, minimum)
 
 
-@function("amax(input, dim=(), keepdim=False)", grad_fns=("AmaxBackward0",), category="reduction")
+@op(AmaxBackward0, category="reduction")
 def amax(input, dim=(), keepdim=False):
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
     d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
@@ -358,7 +364,7 @@ def amax(input, dim=(), keepdim=False):
     return apply(AmaxBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@function("amin(input, dim=(), keepdim=False)", grad_fns=("AminBackward0",), category="reduction")
+@op(AminBackward0, category="reduction")
 def amin(input, dim=(), keepdim=False):
     """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
     d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
@@ -376,8 +382,7 @@ def _nonempty(name, input, d, all_dims):
             raise ShapeError(f"{name}(): Expected reduction dim {i} to have non-zero size.")
 
 
-@function("norm(input, p='fro', dim=None, keepdim=False)", grad_fns=("LinalgVectorNormBackward0",),
-          category="reduction")
+@op(LinalgVectorNormBackward0, category="reduction")
 def norm(input, p="fro", dim=None, keepdim=False):
     """Vector p-norm over all elements or ``dim`` (p: 'fro', a number, inf)."""
     if not input.dtype.is_floating_point:
@@ -404,21 +409,19 @@ def _var_args(input, dim, unbiased, correction, keepdim):
     return (_reduce_scalar_dim(input, d), correction, bool(keepdim))
 
 
-@function("var(input, dim=None, *, correction=1, keepdim=False)", grad_fns=("VarBackward0",),
-          category="reduction")
+@op(VarBackward0, category="reduction")
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over all elements or ``dim`` (Bessel-corrected by default)."""
     return apply(VarBackward0, (input,), _var_args(input, dim, unbiased, correction, keepdim))
 
 
-@function("std(input, dim=None, *, correction=1, keepdim=False)", grad_fns=("StdBackward0",),
-          category="reduction")
+@op(StdBackward0, category="reduction")
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation over all elements or ``dim`` (Bessel-corrected by default)."""
     return apply(StdBackward0, (input,), _var_args(input, dim, unbiased, correction, keepdim))
 
 
-@function("logsumexp(input, dim, keepdim=False)", grad_fns=("LogsumexpBackward0",), category="reduction")
+@op(LogsumexpBackward0, category="reduction")
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed stably."""
     if not input.dtype.is_floating_point:
@@ -427,17 +430,19 @@ def logsumexp(input, dim, keepdim=False):
     return apply(LogsumexpBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@function("softmax(input, dim)", grad_fns=("SoftmaxBackward0",), category="reduction")
-def softmax(input, dim):
-    """exp(x) / sum(exp(x)) along ``dim``."""
+@op(SoftmaxBackward0, category="reduction")
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
+    input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(SoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
     return apply(SoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
 
 
-@function("log_softmax(input, dim)", grad_fns=("LogSoftmaxBackward0",), category="reduction")
-def log_softmax(input, dim):
-    """log(softmax(x)) along ``dim``, computed stably."""
+@op(LogSoftmaxBackward0, category="reduction")
+def log_softmax(input, dim, dtype=None):
+    """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
+    input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(LogSoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
     return apply(LogSoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
@@ -447,7 +452,7 @@ def _floating(t):
     return t if t.dtype.is_floating_point else t.to(_dt.DEFAULTS.float)
 
 
-@function("all(input)", differentiable=False, category="reduction")
+@op(differentiable=False, category="reduction")
 def all(input, dim=None, keepdim=False):
     """True where every element is non-zero (over ``dim`` if given)."""
     xp = input._backend.xp
@@ -455,7 +460,7 @@ def all(input, dim=None, keepdim=False):
     return Tensor._make(xp.all(input._data, axis=axis, keepdims=keepdim), input._backend)
 
 
-@function("any(input)", differentiable=False, category="reduction")
+@op(differentiable=False, category="reduction")
 def any(input, dim=None, keepdim=False):
     """True where some element is non-zero (over ``dim`` if given)."""
     xp = input._backend.xp

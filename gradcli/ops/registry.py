@@ -1,63 +1,157 @@
-"""The op registry: every user-facing function, the one list everything else reads.
+"""The op registry: one declaration per op, and the one table everything else reads.
 
-``@function(...)`` registers a user-facing function (``mul``, ``sum``...): its
-free and method forms, signature, help text and the grad_fn names it creates.
-The interpreter's whitelist, ``Tensor`` methods and ``gradcli ops`` read it.
+An op is its node class(es) (made by ``define_node``: grad_fn name, forward, one derivative
+formula per input) and the user-facing function decorated with ``@op``::
+
+    MulBackward0 = define_node("MulBackward0", inputs=("self", "other"), broadcasts=True,
+                               forward=lambda xp, a, b: a * b,
+                               self="grad * other", other="grad * self")
+
+    @op(MulBackward0, operator="a * b", reflected=True, fast=True)
+    def mul(input, other):
+        \"\"\"Elementwise product, broadcasting.\"\"\"
+        return _binary(MulBackward0, input, other, (), "mul")
+
+From that, and nothing else: the Tensor method (``x.mul(y)``), the operators (``a * b`` and
+``2 * a``), the interpreter's whitelist, ``gradcli ops`` (signature read from the function's
+own parameters, grad_fn names, formulas, doc) and the docs. See ``docs/ADDING_AN_OP.md``.
 """
 
 from __future__ import annotations
 
+import inspect
+import operator as _operator
+
 from ..autograd.factory import tensor
+from ..autograd.function import record2
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError
 
+# How each spelling of an operator reaches Python's data model. A binary operator's reflected
+# form (``2 * a``) is ``__r<name>__``; the in-place ones are ``__i<name>__``.
+_DUNDERS = {
+    "a + b": "add", "a - b": "sub", "a * b": "mul", "a / b": "truediv", "a @ b": "matmul", "a ** b": "pow",
+    "a < b": "lt", "a <= b": "le", "a > b": "gt", "a >= b": "ge", "a == b": "eq", "a != b": "ne",
+    "a & b": "and", "a | b": "or", "-a": "neg", "abs(a)": "abs",
+    "a += b": "iadd", "a -= b": "isub", "a *= b": "imul", "a /= b": "itruediv",
+}
+# The array operation each fast operator path runs (``fast=True``): the operator itself.
+_ARRAY_OPERATORS = {"a + b": _operator.add, "a - b": _operator.sub, "a * b": _operator.mul,
+                    "a / b": _operator.truediv}
 
-# -- the function table ------------------------------------------------------------------
 
-class FunctionInfo:
+class Op:
     """One user-facing function: what ``gradcli ops`` prints and the interpreter allows."""
 
-    __slots__ = ("name", "fn", "method", "signature", "grad_fns", "doc", "differentiable", "category")
+    __slots__ = ("name", "fn", "method", "nodes", "doc", "differentiable", "category", "operator")
 
-    def __init__(self, name, fn, method, signature, grad_fns, doc, differentiable, category):
+    def __init__(self, name, fn, method, nodes, doc, differentiable, category, operator):
         self.name = name
         self.fn = fn
-        self.method = method
-        self.signature = signature
-        self.grad_fns = grad_fns
+        self.method = method            # True, a method name other than ``name``, or False
+        self.nodes = nodes              # the node classes it records
         self.doc = doc
         self.differentiable = differentiable
         self.category = category
+        self.operator = operator        # its spelling as an operator ("a + b"), or None
+
+    @property
+    def grad_fns(self) -> tuple:
+        return tuple(cls.__name__ for cls in self.nodes)
+
+    @property
+    def signature(self) -> str:
+        """``add(input, other, *, alpha=1)``: read from the function's own parameters."""
+        return f"{self.name}{signature_of(self.fn)}"
 
     @property
     def arity(self) -> int:
-        """Number of tensor arguments (the leading positional ones)."""
-        params = self.signature.split("(", 1)[1].rstrip(")")
+        """Number of tensor arguments (the leading positional ones; ``*tensors`` counts as one)."""
         count = 0
-        for p in params.split(","):
-            p = p.strip()
-            if not p or "=" in p or p.startswith("*") and p != "*tensors":
+        for p in inspect.signature(self.fn).parameters.values():
+            if p.kind is p.VAR_POSITIONAL and p.name == "tensors":
+                return count + 1
+            if p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty:
                 break
             count += 1
         return count
 
 
-FUNCTIONS: dict[str, FunctionInfo] = {}
+def signature_of(fn) -> str:
+    """The parameter list of ``fn`` as ``gradcli ops`` shows it, without annotations."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=p.empty) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=sig.empty))
 
 
-def function(signature: str, *, method: bool | str = True, grad_fns=(), differentiable: bool = True,
-             category: str = "math", name: str | None = None):
-    """Register a user-facing function. ``method=True`` also makes it a Tensor method of the same name."""
+FUNCTIONS: dict[str, Op] = {}        # by name, in declaration order
+BY_FUNCTION: dict = {}               # the function object -> its Op
+BINARY_OPERATORS: dict = {}          # "+" -> the function ``a + b`` runs when ``a`` is a tensor
+INPLACE_OPERATORS: dict = {}         # "+" -> the function ``a += b`` runs on a tensor ``a``
+
+
+def op(*nodes, method: bool | str = True, operator: str | None = None, reflected=None, fast: bool = False,
+       differentiable: bool = True, category: str = "math", name: str | None = None):
+    """Register ``fn`` as a user-facing op.
+
+    ``nodes``: the node classes it records. ``method``: also a Tensor method (True: of the same
+    name; a string: under that name). ``operator``: its spelling as an operator (a key of
+    ``_DUNDERS``); ``reflected``: for a binary operator, what ``2 * a`` runs: True for the
+    op itself with the tensor first (commutative ops), or a function ``(tensor, other)``.
+    ``fast``: the operator on two tensors of one dtype, shape and device is exactly the array
+    operator on their arrays (the op's defaults for its attributes), so it may skip the
+    checks, casts and broadcasting of the general function: the per-op fast path.
+    """
     def register(fn):
-        fname = name or signature.split("(", 1)[0]
+        fname = name or fn.__name__
         doc = (fn.__doc__ or "").strip().split("\n")[0]
-        FUNCTIONS[fname] = FunctionInfo(fname, fn, method, signature, tuple(grad_fns), doc,
-                                        differentiable, category)
+        info = Op(fname, fn, method, tuple(nodes), doc, differentiable, category, operator)
+        FUNCTIONS[fname] = info
+        BY_FUNCTION[fn] = info
         if method:
-            attr = fname if method is True else method
-            setattr(Tensor, attr, fn)
+            setattr(Tensor, fname if method is True else method, fn)
+        if operator is not None:
+            _install_operator(info, reflected, fast)
         return fn
     return register
+
+
+def _install_operator(info: Op, reflected, fast: bool) -> None:
+    spelling = info.operator
+    dunder = _DUNDERS[spelling]
+    fn = info.fn
+    if fast:
+        fn = _fast_operator(info)
+    setattr(Tensor, f"__{dunder}__", fn)
+    symbol = spelling.split()[1] if spelling.startswith("a ") else None
+    if dunder.startswith("i"):
+        INPLACE_OPERATORS[symbol[:-1]] = info.fn
+    elif symbol is not None:
+        BINARY_OPERATORS[symbol] = fn
+    if reflected is not None:
+        setattr(Tensor, f"__r{dunder}__", info.fn if reflected is True else reflected)
+
+
+def _fast_operator(info: Op):
+    """``Tensor.__mul__`` and friends: two tensors of one dtype, shape and device (what a chain of
+    arithmetic is made of) go straight to the array operation and the recording; anything else
+    (numbers, broadcasting, promotion, errors) takes the op's function."""
+    (cls,) = info.nodes[:1]
+    compute = _ARRAY_OPERATORS[info.operator]
+    general = info.fn
+    defaults = inspect.signature(general).parameters
+    attrs = tuple(defaults[a].default for a in cls.attr_names)
+
+    def operator(a, b):
+        if b.__class__ is Tensor:
+            da = a._data
+            db = b._data
+            if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
+                return record2(cls, a, b, da, db, compute(da, db), attrs)
+        return general(a, b)
+    operator.__name__ = operator.__qualname__ = f"__{_DUNDERS[info.operator]}__"
+    operator.__doc__ = general.__doc__
+    return operator
 
 
 def as_tensor_arg(x, like: Tensor | None = None, what: str = "argument") -> Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
-from .registry import function
+from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -98,7 +98,7 @@ def _infer(shape, numel, original):
     return shape
 
 
-@function("reshape(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
+@op(ViewBackward0, category="shape")
 def reshape(input, *shape):
     """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
     shape = _infer(_shape_arg(shape), input.numel(), input.shape)
@@ -119,7 +119,7 @@ def _viewable(t, shape) -> bool:
     return True
 
 
-@function("view(input, *shape)", grad_fns=("ViewBackward0",), category="shape")
+@op(ViewBackward0, category="shape")
 def view(input, *shape):
     """Same data in a new shape (one dim may be -1)."""
     if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
@@ -131,7 +131,7 @@ def view(input, *shape):
     return apply(ViewBackward0, (input,), (shape,))
 
 
-@function("flatten(input, start_dim=0, end_dim=-1)", grad_fns=("ViewBackward0",), category="shape")
+@op(ViewBackward0, category="shape")
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one."""
     if input.ndim == 0:
@@ -152,14 +152,14 @@ def _unsafe_view(input, shape):
     return apply(UnsafeViewBackward0, (input,), (tuple(shape),))
 
 
-@function("transpose(input, dim0, dim1)", grad_fns=("TransposeBackward0",), category="shape")
+@op(TransposeBackward0, category="shape")
 def transpose(input, dim0, dim1):
     """Swap two dims."""
     n = input.ndim
     return apply(TransposeBackward0, (input,), (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
 
 
-@function("t(input)", grad_fns=("TBackward0",), category="shape")
+@op(TBackward0, category="shape")
 def t(input):
     """Transpose a matrix (a 0-d or 1-d tensor is returned as is)."""
     if input.ndim > 2:
@@ -167,7 +167,7 @@ def t(input):
     return apply(TBackward0, (input,))
 
 
-@function("permute(input, *dims)", grad_fns=("PermuteBackward0",), category="shape")
+@op(PermuteBackward0, category="shape")
 def permute(input, *dims):
     """Reorder dims."""
     dims = _shape_arg(dims)
@@ -192,14 +192,13 @@ Tensor.T = property(_T)
 Tensor.mT = property(lambda self: transpose(self, -2, -1))
 
 
-@function("unsqueeze(input, dim)", grad_fns=("UnsqueezeBackward0",), category="shape")
+@op(UnsqueezeBackward0, category="shape")
 def unsqueeze(input, dim):
     """Insert a dim of size 1 at ``dim``."""
     return apply(UnsqueezeBackward0, (input,), (_wrap_dim(dim, input.ndim + 1),))
 
 
-@function("squeeze(input, dim=None)", grad_fns=("SqueezeBackward0", "SqueezeBackward1", "SqueezeBackward2"),
-          category="shape")
+@op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2, category="shape")
 def squeeze(input, dim=None):
     """Remove dims of size 1 (all of them, or those in ``dim``)."""
     shape = input.shape
@@ -220,7 +219,7 @@ def _squeeze4(input, dim):
     return apply(SqueezeBackward4, (input,), (tuple(s for i, s in enumerate(shape) if i != dim),))
 
 
-@function("expand(input, *sizes)", grad_fns=("ExpandBackward0",), category="shape")
+@op(ExpandBackward0, category="shape")
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
     sizes = _shape_arg(sizes)
@@ -251,25 +250,26 @@ def expand(input, *sizes):
     return apply(ExpandBackward0, (input,), (tuple(out),))
 
 
-@function("expand_as(input, other)", grad_fns=("ExpandBackward0",), category="shape")
+@op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
     return expand(input, *other.shape)
 
 
-@function("clone(input)", grad_fns=("CloneBackward0",), category="shape")
+@op(CloneBackward0, category="shape")
 def clone(input):
     """A copy with its own storage (gradient flows through)."""
     return apply(CloneBackward0, (input,))
 
 
-@function("detach(input)", method=False, grad_fns=(), differentiable=False, category="autograd")
+@op(method=False, differentiable=False, category="autograd")
 def detach(input):
     """The same data, cut from the graph (requires_grad=False)."""
     return Tensor.detach(input)
 
 
-def _to(self, *args, dtype=None, device=None, copy=False):
+@op(ToCopyBackward0, category="device", name="to")
+def _to(input, *args, dtype=None, device=None, copy=False):
     """Convert dtype and/or move to a device; differentiable (ToCopyBackward0)."""
     for a in args:
         if isinstance(a, _dt.dtype) or (isinstance(a, str) and a.replace("torch.", "") in _dt.DTYPES):
@@ -278,9 +278,9 @@ def _to(self, *args, dtype=None, device=None, copy=False):
             dtype, device = a.dtype, a.device
         else:
             device = a
-    target = self
-    if device is not None and str(_dt.device(str(device))) != self._backend.name and not (
-            str(device) == "cuda" and self._backend.name == "cuda:0"):
+    target = input
+    if device is not None and str(_dt.device(str(device))) != input._backend.name and not (
+            str(device) == "cuda" and input._backend.name == "cuda:0"):
         from .device import to_device
         target = to_device(target, str(device))
     if dtype is not None:
@@ -290,8 +290,6 @@ def _to(self, *args, dtype=None, device=None, copy=False):
     return target
 
 
-function("to(input, dtype=None, device=None)", grad_fns=("ToCopyBackward0",), category="device",
-         name="to")(_to)
 Tensor.double = lambda self: _to(self, "float64")
 Tensor.float = lambda self: _to(self, "float32")
 Tensor.long = lambda self: _to(self, "int64")
@@ -387,7 +385,7 @@ def _promoted(tensors):
             tuple(t.dtype.name for t in tensors))
 
 
-@function("cat(tensors, dim=0)", method=False, grad_fns=("CatBackward0",), category="shape")
+@op(CatBackward0, method=False, category="shape")
 def cat(tensors, dim=0):
     """Join tensors along an existing dim."""
     tensors = _tensor_list(tensors, "cat")
@@ -417,7 +415,7 @@ def _mismatch(a, b, d):
     return a.ndim
 
 
-@function("stack(tensors, dim=0)", method=False, grad_fns=("StackBackward0",), category="shape")
+@op(StackBackward0, method=False, category="shape")
 def stack(tensors, dim=0):
     """Join tensors along a new dim."""
     tensors = _tensor_list(tensors, "stack")

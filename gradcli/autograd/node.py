@@ -20,6 +20,7 @@ keeps alive exactly what its backward needs, and frees it after backward.
 from __future__ import annotations
 
 import itertools
+import linecache
 import re
 
 from ..errors import AutogradError
@@ -228,11 +229,11 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
             texts.append((inp, "non_differentiable"))
             uses.append(frozenset())
             continue
-        code = compile(text, f"<{name}.{inp}>", "eval")
-        used.update(code.co_names)
-        uses.append(frozenset(code.co_names))
-        # Formulas are static text from this package's op table, never user input.
-        compiled.append(eval(f"lambda {', '.join(params)}: ({text})", _FORMULA_GLOBALS))  # noqa: S307
+        read = frozenset(compile(text, f"<{name}.{inp}>", "eval").co_names)  # the names it reads
+        fn = _compile_formula(name, inp, params, text)
+        used.update(read)
+        uses.append(read)
+        compiled.append(fn)
         texts.append((inp, text))
     if derivatives:
         raise TypeError(f"{name}: formulas for unknown inputs {sorted(derivatives)}")
@@ -251,7 +252,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "broadcasts": broadcasts,
         "_uses": tuple(uses),
         "_arity": k,
-        "apply": _compile_apply(name, k, len(attrs), broadcasts),
+        "apply": _APPLY.get(k, _apply_n),
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
     # recording fast path: (save input 0, save input 1, save result) for up to two inputs.
@@ -262,77 +263,108 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     return cls
 
 
-_APPLY_BY_SHAPE: dict = {}
+# -- backward: one plain function per number of inputs ----------------------------------------
+#
+# Each checks that the saved values still exist and were not modified in place since, unpacks
+# them (arrays for plain backward, tensors under ``create_graph``), calls the class's formulas
+# for the inputs that need a gradient, and sums broadcast gradients back to the inputs' shapes.
+# One and two inputs (nearly every op) have their own, with no per-call loops or tuples.
+
+def _saved_value(node, x, version, differentiable):
+    """A saved input for a formula: its array (or the tensor itself under create_graph), after
+    checking that it was not changed in place since it was saved."""
+    vc = x._version
+    if vc is not None and vc[0] != version:
+        raise AutogradError(_version_message(x, node, version))
+    return x if differentiable else x._data
 
 
-def _compile_apply(name: str, k: int, n_attrs: int, broadcasts: bool):
-    """The node class's ``apply``, generated for its number of inputs and attributes.
+def _saved_result(node, F, differentiable):
+    result = node._sr
+    if result is not None:
+        vr = getattr(node, "_vr", None)  # unset on most nodes: only outputs changed in place
+        if vr is not None and vr[0][0] != vr[1]:
+            raise _result_modified(node, result)
+        if differentiable:
+            result = Tensor._make(result, F.backend, node)
+    return result
 
-    The code depends only on ``(k, n_attrs, broadcasts)``, so classes of the same shape share
-    one function (a dozen compilations at import instead of one per class: start-up time).
 
-    It checks that saved values still exist and were not modified in place since,
-    unpacks them (arrays for plain backward, tensors under ``create_graph``), calls
-    the class's ``formulas`` for the inputs that need a gradient, and sums
-    broadcast gradients back to the inputs' shapes. Written out per arity so the
-    hot path has no per-call loops, tuples or ``*args``.
-    """
-    key = (k, n_attrs, broadcasts)
-    fn = _APPLY_BY_SHAPE.get(key)
-    if fn is not None:
-        return fn
-    xs = [f"x{i}" for i in range(k)]
-    szs = [f"z{i}" for i in range(k)]
-    ats = [f"a{i}" for i in range(n_attrs)]
-    src = ["def apply(node, grad, F, differentiable):",
-           "    if node._live is False:",
-           "        raise AutogradError(_FREED)"]
-    if k > 2:
-        src += ["    sx = node._sx",
-                f"    values, versions = sx if sx is not None else (({'None, ' * k}), None)"]
-    for i, x in enumerate(xs):
-        load, version = (f"node._s{i}", f"node._v{i}") if k <= 2 else (f"values[{i}]", f"versions[{i}]")
-        src += [f"    {x} = {load}",
-                f"    if {x}.__class__ is Tensor:",
-                f"        vc = {x}._version",
-                f"        if vc is not None and vc[0] != {version}:",
-                f"            raise AutogradError(_version_message({x}, node, {version}))",
-                "        if not differentiable:",
-                f"            {x} = {x}._data"]
-    src += ["    result = node._sr",
-            "    if result is not None:",
-            "        vr = getattr(node, '_vr', None)",  # unset on most nodes: only outputs changed in place
-            "        if vr is not None and vr[0][0] != vr[1]:",
-            "            raise _result_modified(node, result)",
-            "        if differentiable:",
-            "            result = Tensor._make(result, F.backend, node)",
-            "    shapes = node._shapes",
-            "    if shapes is None:",
-            f"        {' = '.join(szs)} = None",
-            "    else:",
-            f"        {', '.join(szs)}, = shapes"]
-    if ats:
-        src.append(f"    {', '.join(ats)}, = node._attrs")
-    args = ", ".join(["F", "grad", *xs, "result", *szs, *ats])
-    src.append("    fs = node.formulas")
-    children = ["node._n0", "node._n1"] + [f"node._nx[{i - 2}]" for i in range(2, k)]
-    for i in range(k):
-        src += [f"    f = fs[{i}]",
-                f"    g{i} = None if f is None or {children[i]} is None else f({args})"]
-    if broadcasts:
-        src.append("    if shapes is not None:")
-        for i in range(k):
-            src += [f"        if g{i} is not None and g{i}.shape != z{i}:",
-                    f"            g{i} = F.sum_to(g{i}, z{i})"]
-    gs = [f"g{i}" for i in range(k)]
-    src.append(f"    return ({', '.join(gs)},)" if k <= 2 else f"    return [{', '.join(gs)}]")
-    from .tensor import Tensor
-    namespace = {"Tensor": Tensor, "AutogradError": AutogradError, "_FREED": _FREED,
-                 "_version_message": _version_message, "_result_modified": _result_modified}
-    label = f"apply_{k}in_{n_attrs}attrs" + ("_broadcast" if broadcasts else "")
-    exec(compile("\n".join(src), f"<Node.{label}>", "exec"), namespace)  # noqa: S102 (generated above)
-    fn = _APPLY_BY_SHAPE[key] = namespace["apply"]
-    fn.__qualname__ = f"Node.{label}"
+def _apply_1(node, grad, F, differentiable):
+    if node._live is False:
+        raise AutogradError(_FREED)
+    x0 = node._s0
+    if x0.__class__ is Tensor:
+        x0 = _saved_value(node, x0, node._v0, differentiable)
+    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    shapes = node._shapes
+    z0 = None if shapes is None else shapes[0]
+    f = node.formulas[0]
+    g0 = None if f is None or node._n0 is None else f(F, grad, x0, result, z0, *node._attrs)
+    if node.broadcasts and shapes is not None and g0 is not None and g0.shape != z0:
+        g0 = F.sum_to(g0, z0)
+    return (g0,)
+
+
+def _apply_2(node, grad, F, differentiable):
+    if node._live is False:
+        raise AutogradError(_FREED)
+    x0 = node._s0
+    if x0.__class__ is Tensor:
+        x0 = _saved_value(node, x0, node._v0, differentiable)
+    x1 = node._s1
+    if x1.__class__ is Tensor:
+        x1 = _saved_value(node, x1, node._v1, differentiable)
+    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    shapes = node._shapes
+    z0, z1 = (None, None) if shapes is None else shapes
+    f0, f1 = node.formulas
+    attrs = node._attrs
+    g0 = None if f0 is None or node._n0 is None else f0(F, grad, x0, x1, result, z0, z1, *attrs)
+    g1 = None if f1 is None or node._n1 is None else f1(F, grad, x0, x1, result, z0, z1, *attrs)
+    if node.broadcasts and shapes is not None:
+        if g0 is not None and g0.shape != z0:
+            g0 = F.sum_to(g0, z0)
+        if g1 is not None and g1.shape != z1:
+            g1 = F.sum_to(g1, z1)
+    return (g0, g1)
+
+
+def _apply_n(node, grad, F, differentiable):
+    """Three or more inputs (``clamp`` with tensor bounds, ``cat``...)."""
+    if node._live is False:
+        raise AutogradError(_FREED)
+    k = node._k
+    values, versions = node._sx if node._sx is not None else ((None,) * k, None)
+    xs = [_saved_value(node, x, versions[i], differentiable) if x.__class__ is Tensor else x
+          for i, x in enumerate(values)]
+    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    shapes = node._shapes if node._shapes is not None else (None,) * k
+    args = (F, grad, *xs, result, *shapes, *node._attrs)
+    children = node._children()
+    grads = [None if f is None or child is None else f(*args) for f, child in zip(node.formulas, children)]
+    if node.broadcasts and node._shapes is not None:
+        for i, (g, z) in enumerate(zip(grads, shapes)):
+            if g is not None and g.shape != z:
+                grads[i] = F.sum_to(g, z)
+    return grads
+
+
+_APPLY = {1: _apply_1, 2: _apply_2}
+
+
+def _compile_formula(node_name: str, input_name: str, params, text: str):
+    """A formula as a function named after its node and input (``MulBackward0.other``), compiled
+    under that file name with its text registered in ``linecache``, so that a traceback through
+    it reads ``File "<MulBackward0.other>", line 2, in MulBackward0.other`` and shows the formula."""
+    filename = f"<{node_name}.{input_name}>"
+    source = f"lambda {', '.join(params)}: (\n    {text})\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    # Formulas are static text from this package's op declarations, never user input.
+    fn = eval(compile(source, filename, "eval"), _FORMULA_GLOBALS)  # noqa: S307
+    label = f"{node_name}.{input_name}"
+    fn.__code__ = fn.__code__.replace(co_name=label, co_qualname=label)
+    fn.__name__ = fn.__qualname__ = label
     return fn
 
 

@@ -15,7 +15,7 @@ import math
 import operator
 
 from .. import ops as _ops  # noqa: F401  (the op table must be loaded)
-from . import syntax as S
+from . import ast as S
 from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError

@@ -27,7 +27,7 @@ def program(terms: int) -> str:
 def gradcli_phases(source: str) -> dict[str, float]:
     import gradcli
     from gradcli.lang import parser
-    from gradcli.lang.interpreter import Interpreter  # noqa: F401  (imported before timing)
+    from gradcli.lang.evaluator import Evaluator  # noqa: F401  (imported before timing)
     from gradcli.cli import main
     t0 = time.perf_counter()
     parser.parse(source)

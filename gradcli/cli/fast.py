@@ -93,7 +93,7 @@ def _preload(name: str, kwargs: dict) -> None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        from ..lang import interpreter  # noqa: F401
+        from ..lang import evaluator  # noqa: F401
         from ..present import tables as render  # noqa: F401
         from . import session  # noqa: F401
         from ..lang import parser

@@ -270,9 +270,9 @@ def run(opts: Options, on_print=None, stdin=None):
 
     Errors before the program runs raise; errors while it runs land in ``result.error``.
     """
-    from ..lang.interpreter import Interpreter
+    from ..lang.evaluator import Evaluator
     prepared = prepare(opts, stdin)
-    interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
+    interp = Evaluator(on_print=on_print, auto_backward=not opts.no_backward)
     result = run_prepared(opts, prepared, interp, configure_first=False)
     if not prepared.program.body and result.note is None:
         result.note = "the program is empty: nothing to evaluate"

@@ -26,11 +26,11 @@ def program(terms: int) -> str:
 
 def gradcli_phases(source: str) -> dict[str, float]:
     import gradcli
-    from gradcli.lang import syntax
-    from gradcli.lang.interpreter import Interpreter  # noqa: F401  (imported before timing)
+    from gradcli.lang import parser
+    from gradcli.lang.evaluator import Evaluator  # noqa: F401  (imported before timing)
     from gradcli.cli import main
     t0 = time.perf_counter()
-    syntax.parse(source)
+    parser.parse(source)
     t1 = time.perf_counter()
     with redirect_stdout(io.StringIO()):
         code = main(["eval", source, "-g", "x=ones(2,2)", "--json"])

@@ -162,7 +162,7 @@ def test_requires_grad_later_keeps_earlier_values_constant(capsys):
 
 
 def test_the_program_is_parsed_once(capsys, monkeypatch):
-    import gradcli.lang.syntax as syntax
+    import gradcli.lang.parser as syntax
     calls = []
     real = syntax.parse
 

@@ -22,13 +22,15 @@ import time
 
 import pytest
 
-from gradcli.lang import syntax
+from gradcli.lang import parser as syntax
 from gradcli.errors import GradSyntaxError
-from gradcli.lang.syntax import (
+from gradcli.lang.ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, Expr,
     ExprStmt, Lambda, ListExpr, Name, Node, Num, Program, Slice, Str, Subscript, TupleExpr,
-    UnaryOp, With, format_error_context, parse, postorder, walk,
+    UnaryOp, With, postorder, walk,
 )
+from gradcli.lang.parser import parse
+from gradcli.lang.syntax_errors import format_error_context
 
 
 # ------------------------------------------------------------------------------ helpers

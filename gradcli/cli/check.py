@@ -41,8 +41,13 @@ eval reports them, and a failed one makes the exit code 1 as well.
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 
+from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradTypeError, LimitError, UsageError
+from ..lang.evaluator import Evaluator
+from ..lang.sandbox import BUILTINS, TENSOR_METHODS
+from .graph import Tracer
 
 MAX_EVALUATIONS = 200_000
 
@@ -96,7 +101,7 @@ def _float(x) -> str:
     return "nan" if math.isnan(x) else "inf" if math.isinf(x) else f"{x:.3e}"
 
 
-# -- the interpreter that perturbs and records ------------------------------------------------------
+# -- watching the runs: leaves, perturbations, backward calls ------------------------------------------------------
 
 class BackwardCall:
     """One ``backward`` call of the program: its line, the value whose gradient it accumulates
@@ -119,136 +124,132 @@ class LeafState:
         self.snapshot = None   # .grad right after the last call (None: it was None)
 
 
-_CLASSES = []
+class Checker(Tracer):
+    """Watches a run (an :class:`~gradcli.lang.evaluator.Observer`; a :class:`Tracer`, for the
+    last value): numbers the leaves to check as they appear, moves one element of one of them
+    (``perturb = (leaf number, flat index, delta)``) at that moment, and records the program's
+    backward calls; with ``track_grads`` also each leaf's ``.grad`` around them."""
 
+    def __init__(self, perturb=None, track_grads=False):
+        super().__init__()
+        self.perturb = perturb
+        self.track_grads = track_grads
+        self.leaves: list[tuple[str, Tensor]] = []
+        self.leaf_lines: list[int | None] = []  # where each became a leaf to check (None: -g)
+        self.states: list[LeafState] = []
+        self.calls: list[BackwardCall] = []
+        self._seen: set[int] = set()
+        self._named: dict[int, tuple[Tensor, str]] = {}  # floating leaves bound before requiring grad
+        self._line = None
 
-def _checking_class():
-    if _CLASSES:
-        return _CLASSES[0]
-    import inspect
+    def before_statement(self, stmt):
+        self._line = stmt.line
 
-    import numpy as np
+    def on_bind(self, name, value):
+        super().on_bind(name, value)
+        if value.__class__ is Tensor and value.grad_fn is None and id(value) not in self._seen:
+            if value._requires_grad:
+                self._add_leaf(name, value)
+            elif id(value) not in self._named and value.dtype.is_floating_point:
+                self._named[id(value)] = (value, name)
 
-    from .graph import tracing_class
-    from ..lang.interpreter import TENSOR_METHODS, _lang_backward
-    from ..autograd.tensor import Tensor
+    def _add_leaf(self, name, t):
+        self._seen.add(id(t))
+        number = len(self.leaves)
+        self.leaves.append((name, t))
+        self.leaf_lines.append(self._line)
+        if self.track_grads:
+            self.states.append(LeafState())
+        if self.perturb is not None and self.perturb[0] == number:
+            _nudge(t, self.perturb[1], self.perturb[2])
 
-    method_backward = TENSOR_METHODS["backward"]
-    requires_grad_ = TENSOR_METHODS["requires_grad_"]
-    signatures = {"method": inspect.signature(Tensor.backward), "function": inspect.signature(_lang_backward)}
-
-    def host(t):
-        return np.array(t._backend.to_host(t._data), dtype=np.float64)
-
-    class CheckingInterpreter(tracing_class()):
-        """Numbers the leaves to check as they appear, moves one element of one of them
-        (``perturb = (leaf number, flat index, delta)``) at that moment, and records the
-        program's backward calls; with ``track_grads`` also each leaf's ``.grad`` around them."""
-
-        def __init__(self, perturb=None, track_grads=False, **kwargs):
-            super().__init__(**kwargs)
-            self.perturb = perturb
-            self.track_grads = track_grads
-            self.leaves: list[tuple[str, Tensor]] = []
-            self.leaf_lines: list[int | None] = []  # where each became a leaf to check (None: -g)
-            self.states: list[LeafState] = []
-            self.calls: list[BackwardCall] = []
-            self._seen: set[int] = set()
-            self._named: dict[int, tuple[Tensor, str]] = {}  # floating leaves bound before requiring grad
-            self._line = None
-
-        def _bind(self, name, value):
-            super()._bind(name, value)
-            if value.__class__ is Tensor and value.grad_fn is None and id(value) not in self._seen:
-                if value._requires_grad:
-                    self._add_leaf(name, value)
-                elif id(value) not in self._named and value.dtype.is_floating_point:
-                    self._named[id(value)] = (value, name)
-
-        def _add_leaf(self, name, t):
-            self._seen.add(id(t))
-            number = len(self.leaves)
-            self.leaves.append((name, t))
-            self.leaf_lines.append(self._line)
+    def on_call(self, fn, args, kwargs, node, call_next):
+        if fn is TENSOR_METHODS["requires_grad_"]:
+            out = call_next(fn, args, kwargs, node)
+            t = args[0] if args else None
+            entry = self._named.get(id(t))
+            if entry is not None and entry[0] is t and t._requires_grad and t.grad_fn is None \
+                    and id(t) not in self._seen:
+                self._add_leaf(entry[1], t)
+            return out
+        if fn is TENSOR_METHODS["backward"] or fn is BUILTINS["backward"]:
+            call = self._describe(fn, args, kwargs, node)
+            if call is None:  # arguments it may refuse: let it say so; if it does not, say so later
+                out = call_next(fn, args, kwargs, node)
+                self.calls.append(BackwardCall(getattr(node, "line", None) or self._line, None, None))
+                return out
+            before = self._grads() if self.track_grads else None
+            out = call_next(fn, args, kwargs, node)
+            self.calls.append(call)
             if self.track_grads:
-                self.states.append(LeafState())
-            if self.perturb is not None and self.perturb[0] == number:
-                _nudge(t, self.perturb[1], self.perturb[2])
+                self._account(call, before)
+            return out
+        return call_next(fn, args, kwargs, node)
 
-        def _exec(self, stmt):
-            self._line = stmt.line
-            super()._exec(stmt)
-
-        def _call(self, fn, args, kwargs, node):
-            if fn is requires_grad_:
-                out = super()._call(fn, args, kwargs, node)
-                t = args[0] if args else None
-                entry = self._named.get(id(t))
-                if entry is not None and entry[0] is t and t._requires_grad and t.grad_fn is None \
-                        and id(t) not in self._seen:
-                    self._add_leaf(entry[1], t)
-                return out
-            if fn is method_backward or fn is self.builtins["backward"]:
-                call = self._describe(fn, args, kwargs, node)
-                if call is None:  # arguments it may refuse: let it say so; if it does not, say so later
-                    out = super()._call(fn, args, kwargs, node)
-                    self.calls.append(BackwardCall(getattr(node, "line", None) or self._line, None, None))
-                    return out
-                before = self._grads() if self.track_grads else None
-                out = super()._call(fn, args, kwargs, node)
-                self.calls.append(call)
-                if self.track_grads:
-                    self._account(call, before)
-                return out
-            return super()._call(fn, args, kwargs, node)
-
-        def _describe(self, fn, args, kwargs, node):
-            try:
-                bound = signatures["method" if fn is method_backward else "function"].bind(*args, **kwargs)
-            except TypeError:
-                return None
-            a = bound.arguments
-            roots = a.get("self", a.get("tensors"))
-            gradient = a.get("gradient")
-            if gradient is None:
-                gradient = a.get("grad_tensors")
-            roots = list(roots) if isinstance(roots, (list, tuple)) else [roots]
-            if gradient is None:
-                gradients = [None] * len(roots)
+    def _describe(self, fn, args, kwargs, node):
+        import numpy as np
+        try:
+            bound = _signature(fn).bind(*args, **kwargs)
+        except TypeError:
+            return None
+        a = bound.arguments
+        roots = a.get("self", a.get("tensors"))
+        gradient = a.get("gradient")
+        if gradient is None:
+            gradient = a.get("grad_tensors")
+        roots = list(roots) if isinstance(roots, (list, tuple)) else [roots]
+        if gradient is None:
+            gradients = [None] * len(roots)
+        else:
+            gradients = list(gradient) if isinstance(gradient, (list, tuple)) else [gradient]
+        if len(gradients) != len(roots) or not all(isinstance(r, Tensor) for r in roots):
+            return None
+        value = 0.0
+        for r, g in zip(roots, gradients):
+            if g is None:
+                value += float(np.sum(_host(r)))
+            elif isinstance(g, (int, float)) and r.numel() == 1:
+                value += float(g) * float(np.sum(_host(r)))
+            elif isinstance(g, Tensor) and g.shape == r.shape:
+                value += float(np.sum(_host(r) * _host(g)))
             else:
-                gradients = list(gradient) if isinstance(gradient, (list, tuple)) else [gradient]
-            if len(gradients) != len(roots) or not all(isinstance(r, Tensor) for r in roots):
                 return None
-            value = 0.0
-            for r, g in zip(roots, gradients):
-                if g is None:
-                    value += float(np.sum(host(r)))
-                elif isinstance(g, (int, float)) and r.numel() == 1:
-                    value += float(g) * float(np.sum(host(r)))
-                elif isinstance(g, Tensor) and g.shape == r.shape:
-                    value += float(np.sum(host(r) * host(g)))
-                else:
-                    return None
-            inputs = a.get("inputs")
-            if inputs is not None:
-                inputs = {id(t) for t in (inputs if isinstance(inputs, (list, tuple)) else [inputs])}
-            return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs)
+        inputs = a.get("inputs")
+        if inputs is not None:
+            inputs = {id(t) for t in (inputs if isinstance(inputs, (list, tuple)) else [inputs])}
+        return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs)
 
-        def _grads(self):
-            return [None if t._grad is None else host(t._grad) for _, t in self.leaves]
+    def _grads(self):
+        return [None if t._grad is None else _host(t._grad) for _, t in self.leaves]
 
-        def _account(self, call, before):
-            index = len(self.calls) - 1
-            after = self._grads()
-            for (_, t), state, b, g in zip(self.leaves, self.states, before, after):
-                if not _same(b, state.snapshot):  # the program reset or changed .grad since
-                    state.baseline, state.counted = b, []
-                if call.inputs is None or id(t) in call.inputs:
-                    state.counted.append(index)
-                state.snapshot = g
+    def _account(self, call, before):
+        index = len(self.calls) - 1
+        after = self._grads()
+        for (_, t), state, b, g in zip(self.leaves, self.states, before, after):
+            if not _same(b, state.snapshot):  # the program reset or changed .grad since
+                state.baseline, state.counted = b, []
+            if call.inputs is None or id(t) in call.inputs:
+                state.counted.append(index)
+            state.snapshot = g
 
-    _CLASSES.append(CheckingInterpreter)
-    return CheckingInterpreter
+
+def _checking_run(perturb=None, track_grads=False):
+    """A :class:`Checker` and the evaluator it watches."""
+    checker = Checker(perturb, track_grads)
+    return checker, Evaluator(auto_backward=False, observers=[checker])
+
+
+@lru_cache(maxsize=None)
+def _signature(fn):
+    """The signature that a backward call's arguments bind to (Tensor.backward's, or the
+    backward() function's)."""
+    import inspect
+    return inspect.signature(fn)
+
+
+def _host(t):
+    import numpy as np
+    return np.array(t._backend.to_host(t._data), dtype=np.float64)
 
 
 def _same(a, b) -> bool:
@@ -284,13 +285,13 @@ class Plan:
     def __init__(self, explicit, description, counted):
         self.explicit, self.description, self.counted = explicit, description, counted
 
-    def value(self, interp, number: int) -> float:
+    def value(self, checker, number: int) -> float:
         """The function whose gradient with respect to leaf ``number`` is checked, in a run."""
         import numpy as np
         if self.explicit:
-            calls = interp.calls
+            calls = checker.calls
             return float(sum(calls[i].value for i in self.counted[number]))
-        last = interp.last_tensor
+        last = checker.last_tensor
         return float(np.sum(np.asarray(last._backend.to_host(last._data), dtype=np.float64)))
 
 
@@ -345,9 +346,8 @@ def _check(opts, eps, atol, rtol):
     if opts.seed is None:
         opts.seed = 0
     prepared = session.prepare(opts)
-    cls = _checking_class()
-    interp = cls(track_grads=True, auto_backward=False)
-    result = session.run_prepared(opts, prepared, interp, configure_first=False)
+    checker, evaluator = _checking_run(track_grads=True)
+    result = session.run_prepared(opts, prepared, evaluator, configure_first=False)
 
     def fail(err):
         err.partial_result = result
@@ -357,24 +357,24 @@ def _check(opts, eps, atol, rtol):
 
     if result.error is not None:
         raise fail(result.error)
-    leaves = _distinct_names(interp.leaves, interp.leaf_lines)
+    leaves = _distinct_names(checker.leaves, checker.leaf_lines)
     if not leaves:
         raise fail(GradTypeError("no leaf requires grad: declare one with -g, e.g. -g 'x=rand(3)', or create it "
                                  "with requires_grad=True and bind it to a name"))
     notes = []
-    if interp.calls:  # the program runs backward itself: check what its calls accumulated
-        odd = next((c for c in interp.calls if c.value is None), None)
+    if checker.calls:  # the program runs backward itself: check what its calls accumulated
+        odd = next((c for c in checker.calls if c.value is None), None)
         if odd is not None:
             raise fail(GradTypeError("check cannot tell which value this backward() call differentiates "
                                      "(give it a tensor, and a gradient tensor of the same shape or none)",
                                      line=odd.line, column=1))
-        counted = [state.counted for state in interp.states]
-        lines = sorted({interp.calls[i].line for c in counted for i in c if interp.calls[i].line})
+        counted = [state.counted for state in checker.states]
+        lines = sorted({checker.calls[i].line for c in counted for i in c if checker.calls[i].line})
         plan = Plan(True, "the program's backward() calls" +
                     (f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})" if lines else ""),
                     counted)
         analytic = []
-        for (name, t), state in zip(leaves, interp.states):
+        for (name, t), state in zip(leaves, checker.states):
             g = state.snapshot if state.snapshot is not None else np.zeros(t.shape)
             if state.baseline is not None:
                 g = g - state.baseline
@@ -385,22 +385,22 @@ def _check(opts, eps, atol, rtol):
             notes.append(f"not checked: {', '.join(names)} (no backward() call accumulates into "
                          f"{'their' if len(names) > 1 else 'its'} .grad)")
     else:
-        last = interp.last_tensor
+        last = checker.last_tensor
         if last is None:
             raise fail(GradTypeError("the program computes no tensor to check",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
         if not last.requires_grad:
-            raise fail(GradTypeError(f"the last value (line {interp.last_tensor_line}) does not require grad: it "
+            raise fail(GradTypeError(f"the last value (line {checker.last_tensor_line}) does not require grad: it "
                                      "does not depend on any leaf that requires grad, or was computed under no_grad",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)",
-                                     line=interp.last_tensor_line, column=interp.last_tensor_column))
-        plan = Plan(False, f"the last value (line {interp.last_tensor_line})" +
+                                     line=checker.last_tensor_line, column=checker.last_tensor_column))
+        plan = Plan(False, f"the last value (line {checker.last_tensor_line})" +
                     ("" if last.numel() == 1 else ", summed"), None)
         from ..ops.creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
         except GradcliError as err:
-            err.at(interp.last_tensor_line, interp.last_tensor_column)
+            err.at(checker.last_tensor_line, checker.last_tensor_column)
             if "second time" in err.message:
                 err.hint = ("check differentiates the last value; the program's own grad() call freed its "
                             "graph: pass retain_graph=True to it")
@@ -423,13 +423,13 @@ def _check(opts, eps, atol, rtol):
                               hint="check smaller leaves (finite differences cost two runs per element)"))
 
     def run_perturbed(number, index, delta) -> float:
-        run = cls(perturb=(number, index, delta), auto_backward=False)
-        res = session.run_prepared(opts, prepared, run)
+        run, evaluator = _checking_run(perturb=(number, index, delta))
+        res = session.run_prepared(opts, prepared, evaluator)
         if res.error is not None:
             err = res.error
             err.message = f"while moving element {index} of {leaves[number][0]} by {delta:+g}: {err.message}"
             raise fail(err)
-        if len(run.leaves) <= number or len(run.calls) != len(interp.calls) or \
+        if len(run.leaves) <= number or len(run.calls) != len(checker.calls) or \
                 (not plan.explicit and run.last_tensor is None):
             raise fail(GradTypeError(f"moving element {index} of {leaves[number][0]} by {delta:+g} changed what "
                                      "the program computes, so finite differences cannot be taken"))
@@ -446,7 +446,7 @@ def _check(opts, eps, atol, rtol):
         check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
                           numeric.reshape(t.shape), atol, rtol)
         if plan.explicit:
-            check.lines = sorted({interp.calls[i].line for i in plan.counted[number]})
+            check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
         checks.append(check)
     return result, checks, notes, plan
 

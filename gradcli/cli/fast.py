@@ -93,11 +93,11 @@ def _preload(name: str, kwargs: dict) -> None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        from ..lang import interpreter  # noqa: F401
+        from ..lang import evaluator  # noqa: F401
         from ..present import tables as render  # noqa: F401
         from . import session  # noqa: F401
-        from ..lang import syntax  # noqa: F401
-        syntax._import_lark()
+        from ..lang import parser
+        parser.import_lark()
         import lark  # noqa: F401
         if name == "eval" and not kwargs.get("json_"):
             import rich.console  # noqa: F401

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sys
 
+from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradTypeError, UsageError
+from ..lang.evaluator import Evaluator, Observer
 from ..present.graph import (
     FORMATS, OUTPUTS, GraphNode, _render, _write, collect, print_tree, text_in, to_dot, to_json,
 )
@@ -19,58 +21,45 @@ from ..present.graph import (
 
 # -- running a program, remembering names --------------------------------------------------------
 
-_TRACING = []
+class Tracer(Observer):
+    """Watches a run (an :class:`~gradcli.lang.evaluator.Observer`): remembers the name first
+    bound to each tensor's node (its grad_fn, or the tensor itself for a leaf), and the last
+    value that was a tensor, with the position of its statement."""
 
+    def __init__(self):
+        # id(grad_fn or leaf tensor) -> (that object, kept alive so the id stays its own; name)
+        self.bound: dict[int, tuple[object, str]] = {}
+        self.last_tensor = None
+        self.last_tensor_line = self.last_tensor_column = None
 
-def tracing_class():
-    """An Interpreter that remembers the name first bound to each tensor's node (its grad_fn,
-    or the tensor itself for a leaf), and the last value that was a tensor."""
-    if _TRACING:
-        return _TRACING[0]
-    from ..lang.interpreter import Interpreter
-    from ..autograd.tensor import Tensor
+    def on_bind(self, name, value):
+        if isinstance(value, Tensor):
+            key = value.grad_fn if value.grad_fn is not None else value
+            if id(key) not in self.bound:
+                self.bound[id(key)] = (key, name)
 
-    class TracingInterpreter(Interpreter):
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            # id(grad_fn or leaf tensor) -> (that object, kept alive so the id stays its own; name)
-            self.bound: dict[int, tuple[object, str]] = {}
-            self.last_tensor = None
-            self.last_tensor_line = self.last_tensor_column = None
+    def after_statement(self, stmt, value):
+        if isinstance(value, Tensor):
+            self.last_tensor = value
+            self.last_tensor_line, self.last_tensor_column = stmt.line, stmt.column
 
-        def _bind(self, name, value):
-            super()._bind(name, value)
-            if isinstance(value, Tensor):
-                key = value.grad_fn if value.grad_fn is not None else value
-                if id(key) not in self.bound:
-                    self.bound[id(key)] = (key, name)
-
-        def _exec(self, stmt):
-            super()._exec(stmt)
-            if isinstance(self.last_value, Tensor):
-                self.last_tensor = self.last_value
-                self.last_tensor_line, self.last_tensor_column = stmt.line, stmt.column
-
-        def name_of(self, obj):
-            entry = self.bound.get(id(obj))
-            return entry[1] if entry is not None and entry[0] is obj else None
-
-    _TRACING.append(TracingInterpreter)
-    return TracingInterpreter
+    def name_of(self, obj):
+        entry = self.bound.get(id(obj))
+        return entry[1] if entry is not None and entry[0] is obj else None
 
 
 # -- the command ---------------------------------------------------------------------------------
 
-def graph_of(interp) -> list[GraphNode]:
+def graph_of(tracer: Tracer) -> list[GraphNode]:
     """The nodes of the last value's backward graph (empty when it does not require grad)."""
-    last = interp.last_tensor
+    last = tracer.last_tensor
     if last is None:
         raise GradTypeError("the program computes no tensor, so there is no backward graph to draw",
                             hint="end the program with the value to draw, e.g. mean(x * w + 2)")
     if last.grad_fn is not None:
-        return collect(last.grad_fn, interp.name_of)
+        return collect(last.grad_fn, tracer.name_of)
     if last.requires_grad:  # a leaf: its AccumulateGrad alone
-        return collect(last._accumulator(), interp.name_of)
+        return collect(last._accumulator(), tracer.name_of)
     return []
 
 
@@ -111,12 +100,13 @@ def _graph(opts, fmt, output, show_saved):
             raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
     from . import session
     prepared = session.prepare(opts)
-    interp = tracing_class()(auto_backward=False)
-    result = session.run_prepared(opts, prepared, interp, configure_first=False)
+    tracer = Tracer()
+    evaluator = Evaluator(auto_backward=False, observers=[tracer])
+    result = session.run_prepared(opts, prepared, evaluator, configure_first=False)
     try:
         if result.error is not None:
             raise result.error
-        nodes = graph_of(interp)
+        nodes = graph_of(tracer)
         if output:
             if OUTPUTS[ext] is None:
                 _render(to_dot(nodes, show_saved), output, ext[1:])

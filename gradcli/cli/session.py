@@ -206,7 +206,8 @@ class Declaration:
 
 
 def parse_declarations(opts: Options) -> list[Declaration]:
-    from ..lang import syntax as S
+    from ..lang import parser
+    from ..lang.ast import Assign
     decls = []
     for flag, specs, rg in (("--leaf", opts.leaves, False), ("--grad", opts.grads, True)):
         for spec in specs:
@@ -215,12 +216,12 @@ def parse_declarations(opts: Options) -> list[Declaration]:
             if not eq or not name.isidentifier() or not init.strip():
                 raise UsageError(f"{flag} expects NAME=INIT, e.g. {flag} 'x=ones(2,2)'; got {spec!r}")
             try:
-                program = S.parse(f"{name} = {init.strip()}", filename=f"{flag} {spec}")
+                program = parser.parse(f"{name} = {init.strip()}", filename=f"{flag} {spec}")
             except GradSyntaxError as err:
                 err.message = f"in {flag} {spec}: {err.message}"
                 raise
             stmts = program.body
-            if len(stmts) != 1 or not isinstance(stmts[0], S.Assign) or stmts[0].unpack:
+            if len(stmts) != 1 or not isinstance(stmts[0], Assign) or stmts[0].unpack:
                 raise UsageError(f"{flag} expects one NAME=INIT, got {spec!r}")
             decls.append(Declaration(name, stmts[0].value, rg, spec, flag))
     return decls
@@ -238,14 +239,14 @@ class Prepared:
 
 def prepare(opts: Options, stdin=None) -> Prepared:
     """Read, configure and parse. Errors raise, carrying the source where they have a line."""
-    from ..lang import syntax as S
+    from ..lang import parser
     source = None
     try:
         source = read_source(opts, stdin)
         opts.source, opts.file = source.text, None
         configure(opts)
         decls = parse_declarations(opts)
-        program = S.parse(source.text, filename=source.name)
+        program = parser.parse(source.text, filename=source.name)
         check_program_size(program)
     except GradcliError as err:
         err.source_text = source.text if source is not None and err.line is not None else None
@@ -269,9 +270,9 @@ def run(opts: Options, on_print=None, stdin=None):
 
     Errors before the program runs raise; errors while it runs land in ``result.error``.
     """
-    from ..lang.interpreter import Interpreter
+    from ..lang.evaluator import Evaluator
     prepared = prepare(opts, stdin)
-    interp = Interpreter(on_print=on_print, auto_backward=not opts.no_backward)
+    interp = Evaluator(on_print=on_print, auto_backward=not opts.no_backward)
     result = run_prepared(opts, prepared, interp, configure_first=False)
     if not prepared.program.body and result.note is None:
         result.note = "the program is empty: nothing to evaluate"
@@ -296,13 +297,13 @@ def execute(interp, decls, program):
 
 def check_program_size(program) -> None:
     """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
-    from ..lang import syntax as S
+    from ..lang.ast import With
     from ..limits import check_statements
     count, stack = 0, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)
-        stack.extend(stmt.body for stmt in body if isinstance(stmt, S.With))
+        stack.extend(stmt.body for stmt in body if isinstance(stmt, With))
     check_statements(count)
 
 

@@ -1,0 +1,188 @@
+"""Parsing: ``.grad`` source text -> AST (SPEC §2, §5). :func:`parse` is the front end's entry.
+
+``parse(source)`` returns a :class:`~gradcli.lang.ast.Program`. The grammar lives in
+``grammar/gradcli.lark`` (installed as ``gradcli/grammar/gradcli.lark``); it is parsed with
+Lark's LALR(1) parser and contextual lexer, the indentation postlexer
+(:mod:`gradcli.lang.postlex`) between them, and the AST built *during* the parse by an embedded
+transformer (:mod:`gradcli.lang.builder`), so nothing recurses on the depth of the program: a
+100,000-term sum or an expression nested 10,000 deep parses without touching the recursion
+limit. Every syntax error -- whatever the input: binary garbage, NUL bytes, lone surrogates,
+huge lines -- is a :class:`gradcli.errors.GradSyntaxError` with a one-line message,
+``line``/``column`` (1-based) and ``hint`` (the source line with a caret), made by
+:mod:`gradcli.lang.syntax_errors`.
+
+This module also owns the Lark parser's life: lark is imported on the first parse, not with
+this module (start-up time), and Lark's analysis of the grammar is cached per user on disk.
+
+Language notes (decisions where SPEC §2 is silent): no chained comparisons or chained
+assignment; Python keywords the language does not use (``if``, ``for``, ``and``, ``not``,
+``import``, ...) are errors, and so is using a keyword as a name; strings are single-line,
+single or double quoted, without prefixes (no ``r""``/``f""``); only decimal numbers (no
+``0x10``, no complex); tabs in indentation count to the next multiple of 8, as in Python 2
+(consistent use is up to the author); a backslash at the end of a line continues it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import GradcliError, GradSyntaxError
+# iter_child_nodes: also reached as parser.iter_child_nodes by the tests of parsed trees.
+from .ast import Program, iter_child_nodes  # noqa: F401
+from .syntax_errors import format_error_context, translate_error
+
+__all__ = ["parse", "grammar_text"]
+
+
+# ------------------------------------------------------------------------------ the grammar
+
+_PACKAGE_GRAMMAR = ("grammar", "gradcli.lark")                  # inside the installed wheel
+_REPO_GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "gradcli.lark"
+
+
+def grammar_text() -> str:
+    """The grammar: from the installed package if present, else from the repository."""
+    try:
+        from importlib.resources import files
+        resource = files("gradcli").joinpath(_PACKAGE_GRAMMAR[0]).joinpath(_PACKAGE_GRAMMAR[1])
+        if resource.is_file():
+            return resource.read_text(encoding="utf-8")
+    except Exception:  # pragma: no cover - unusual loaders
+        pass
+    return _REPO_GRAMMAR.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ the Lark parser (lazy, cached)
+
+_lock = threading.RLock()
+_parser: Any = None
+_indenter: Any = None
+
+def _cache_path(grammar: str) -> str | None:
+    """A per-user cache file for Lark's grammar analysis (it saves ~60 ms of start-up), or None
+    where no private, writable cache directory can be had: then the grammar is analysed on
+    every start. The file name carries a hash of the grammar and of the lark and Python
+    versions, and inside the file Lark checks a SHA-256 of grammar text + options + versions
+    and rebuilds (rewriting the file) on any mismatch, so a stale grammar is never used; a
+    corrupt or unreadable file is ignored, and failing to write it is harmless. The cache is a
+    pickle, so only a directory that this user owns and no one else can write is used.
+    ``GRADCLI_CACHE_DIR`` chooses the directory (default ``$XDG_CACHE_HOME/gradcli`` or
+    ``~/.cache/gradcli``); ``GRADCLI_NO_CACHE=1`` turns the cache off."""
+    if os.environ.get("GRADCLI_NO_CACHE"):
+        return None
+    try:
+        import hashlib
+        import sys
+
+        import lark
+        base = os.environ.get("GRADCLI_CACHE_DIR")
+        if not base:
+            xdg = os.environ.get("XDG_CACHE_HOME")
+            base = os.path.join(xdg, "gradcli") if xdg else os.path.join(
+                os.path.expanduser("~"), ".cache", "gradcli")
+        if not os.path.isabs(base):  # e.g. "~" could not be expanded: no cache in the cwd
+            return None
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        if hasattr(os, "getuid"):
+            st = os.stat(base)
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return None
+        if not os.access(base, os.W_OK | os.X_OK):
+            return None
+        key = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}".encode("utf-8", "replace")
+        return os.path.join(base, f"grammar-{hashlib.sha256(key).hexdigest()[:16]}.lark-cache")
+    except Exception:
+        return None
+
+
+def import_lark() -> None:
+    """Import lark without the third-party ``regex`` module where that is installed: lark uses
+    it only for ``regex=True`` grammars (Unicode property classes), which this grammar is not,
+    and importing it costs ~7 ms of every start."""
+    import sys
+    if "lark" in sys.modules or "regex" in sys.modules:
+        return
+    sys.modules["regex"] = None  # makes lark's optional ``import regex`` fail fast
+    try:
+        import lark  # noqa: F401
+    finally:
+        del sys.modules["regex"]
+
+
+def _build_parser(cache: bool = True):
+    """A new Lark parser (LALR, contextual lexer, embedded AST builder) and its postlexer."""
+    import_lark()
+    from lark import Lark
+
+    from .postlex import GradIndenter
+    grammar = grammar_text()
+    cache_fn = _cache_path(grammar) if cache else None
+    if cache_fn:
+        try:
+            indenter = GradIndenter()
+            return Lark(grammar, cache=cache_fn, **_lark_options(indenter)), indenter
+        except Exception:  # a cache problem must never stop the parser from being built
+            pass
+    indenter = GradIndenter()
+    return Lark(grammar, **_lark_options(indenter)), indenter
+
+
+def _lark_options(indenter) -> dict:
+    from .builder import ASTBuilder
+    return dict(parser="lalr", lexer="contextual", postlex=indenter, transformer=ASTBuilder(),
+                start="start", maybe_placeholders=True)
+
+
+def _get_parser():
+    global _parser, _indenter
+    if _parser is None:
+        with _lock:
+            if _parser is None:
+                _parser, _indenter = _build_parser()
+    return _parser
+
+
+# ------------------------------------------------------------------------------ parse
+
+def parse(source: str, *, filename: str = "<program>") -> Program:
+    """Parse a ``.grad`` program. Raises :class:`GradSyntaxError` (and nothing else) for any
+    text that is not a valid program."""
+    if not isinstance(source, str):
+        raise TypeError(f"parse() needs a str, not {type(source).__name__}")
+    parser = _get_parser()
+    # CRLF and a lone CR are newlines, as in Python (CRLF -> LF moves no line or column).
+    text = source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
+    if not text.endswith("\n"):
+        text += "\n"
+    with _lock:
+        try:
+            program = parser.parse(text)
+        except GradSyntaxError as exc:
+            err = exc
+        except RecursionError:  # pragma: no cover - nothing here recurses; a safety net
+            err = GradSyntaxError("the program is nested too deeply", line=1, column=1)
+        except MemoryError:
+            raise
+        except GradcliError:  # e.g. --timeout's LimitError, raised by the alarm mid-parse
+            raise
+        except Exception as exc:  # lark's exceptions and anything unforeseen
+            orig = getattr(exc, "orig_exc", None)
+            if isinstance(orig, GradcliError) and not isinstance(orig, GradSyntaxError):
+                raise orig from None
+            try:
+                err = translate_error(exc, parser, _indenter, text)
+            except Exception:  # pragma: no cover - must never happen, but never leak
+                err = GradSyntaxError("invalid syntax", line=1, column=1)
+        else:
+            program.source = source
+            program.filename = filename
+            return program
+    if err.line is None:
+        err.line, err.column = 1, 1
+    if err.hint is None:
+        err.hint = format_error_context(text, err.line, err.column)
+    raise err
+

@@ -1,0 +1,107 @@
+"""The postlexer: Python-style indentation, brackets and keywords, between Lark's lexer and parser.
+
+It turns the whitespace after each newline into ``_INDENT``/``_DEDENT`` tokens, drops newlines
+inside ``( )`` and ``[ ]``, and turns names that are keywords back into keyword tokens (the
+contextual lexer reads ``with`` as a NAME where a name may stand). Python keywords the language
+does not have are rejected here. It imports lark: :mod:`gradcli.lang.parser` loads it lazily.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+from lark.indenter import Indenter
+from lark.lexer import Token
+
+from ..errors import GradSyntaxError
+
+# Terminal names (see the grammar) and how messages name them.
+OPEN = {"LPAR": "(", "LSQB": "["}
+CLOSE = {"RPAR": "(", "RSQB": "["}   # a closing bracket -> the opening one it matches
+KEYWORD_TERMINALS = {"with": "WITH", "assert": "ASSERT", "del": "DEL", "lambda": "LAMBDA",
+                     "True": "TRUE", "False": "FALSE", "None": "NONE"}
+UNSUPPORTED_KEYWORDS = frozenset(keyword.kwlist) - set(KEYWORD_TERMINALS)
+
+
+class GradIndenter(Indenter):
+    """Python-style indentation (lark's Indenter), plus: an open-bracket stack (for
+    "'(' was never closed"), no assertion on a stray closing bracket (the parser reports
+    it), a GradSyntaxError for a bad dedent or an indented first line, and keywords the
+    contextual lexer read as names turned back into keywords (or rejected, for Python
+    keywords the language does not have)."""
+
+    NL_type = "_NEWLINE"
+    OPEN_PAREN_types = list(OPEN)
+    CLOSE_PAREN_types = list(CLOSE)
+    INDENT_type = "_INDENT"
+    DEDENT_type = "_DEDENT"
+    tab_len = 8
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.brackets: list = []  # the open brackets' tokens, innermost last
+
+    def process(self, stream):
+        self.paren_level = 0
+        self.indent_level = [0]
+        self.brackets = []
+        return self._process(stream)
+
+    @staticmethod
+    def _at_end_of(token, type_: str, value: str):
+        return Token(type_, value, token.end_pos, token.end_line, token.end_column,
+                     token.end_line, token.end_column, token.end_pos)
+
+    def handle_NL(self, token):
+        if self.brackets:
+            return
+        yield token
+        indent_str = token.value.rsplit("\n", 1)[1] if "\n" in token.value else ""
+        indent = 0
+        for ch in indent_str:
+            indent = (indent // self.tab_len + 1) * self.tab_len if ch == "\t" else indent + 1
+        if indent > self.indent_level[-1]:
+            self.indent_level.append(indent)
+            yield self._at_end_of(token, self.INDENT_type, indent_str)
+        else:
+            while indent < self.indent_level[-1]:
+                self.indent_level.pop()
+                yield self._at_end_of(token, self.DEDENT_type, indent_str)
+            if indent != self.indent_level[-1]:
+                raise GradSyntaxError(
+                    "unindent does not match any outer indentation level",
+                    line=token.end_line, column=token.end_column)
+
+    def _process(self, stream):
+        token = None
+        first = True
+        for token in stream:
+            ttype = token.type
+            if ttype == self.NL_type:
+                first = False
+                yield from self.handle_NL(token)
+                continue
+            if first:
+                first = False
+                if token.column != 1:
+                    raise GradSyntaxError("unexpected indent", line=token.line,
+                                          column=token.column)
+            if ttype == "NAME":
+                value = token.value
+                if value in KEYWORD_TERMINALS:  # a keyword where it cannot be: the parser says so
+                    token = Token.new_borrow_pos(KEYWORD_TERMINALS[value], value, token)
+                elif value in UNSUPPORTED_KEYWORDS:
+                    raise GradSyntaxError(f"'{value}' is not part of the gradcli language",
+                                          line=token.line, column=token.column)
+            yield token
+            # After the parser took the token: on an error, the stack is as before it.
+            if ttype in OPEN:
+                self.brackets.append(token)
+            elif ttype in CLOSE and self.brackets:
+                self.brackets.pop()
+        while len(self.indent_level) > 1:
+            self.indent_level.pop()
+            if token is None:
+                yield Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
+            else:
+                yield self._at_end_of(token, self.DEDENT_type, "")

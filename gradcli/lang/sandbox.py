@@ -1,0 +1,194 @@
+"""What a program can reach: the whitelists of functions, constants and members.
+
+A program reaches the engine only through these tables: the function table
+(``gradcli.ops.registry.FUNCTIONS``) plus a few language builtins (:data:`BUILTINS`), named
+constants (:data:`CONSTANTS`), and fixed member tables per type (tensor attributes and methods,
+graph nodes, handles, dtypes, sizes). There is no ``eval``, no ``getattr`` on a user's string,
+and no value from which Python itself is reachable: an unknown name or member is a
+``GradNameError`` with a suggestion. :func:`call` runs a whitelisted function and turns a
+wrong argument into torch's message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import operator
+
+from .. import ops as _ops  # noqa: F401  (the op table must be loaded)
+from ..autograd.engine import backward as _backward, grad as _grad
+from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
+from ..autograd.node import AccumulateGrad, Node, RemovableHandle
+from ..autograd.tensor import Tensor
+from ..backend.dtypes import DTYPES, Size, dtype as _dtype
+from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..ops.registry import FUNCTIONS
+from ..ops.reduction import ReturnTypes
+from .values import UserFunction, type_name
+
+# ------------------------------------------------------------------------------ members
+
+_TENSOR_ATTRS = ("data", "grad", "grad_fn", "requires_grad", "is_leaf", "shape", "dtype", "device", "ndim",
+                 "T", "mT", "retains_grad", "is_cuda")
+_TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "requires_grad_", "detach", "detach_",
+                   "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
+                   "long")
+TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
+TENSOR_METHODS = {name: getattr(Tensor, name) for name in _TENSOR_METHODS}
+TENSOR_METHODS.update({name: info.fn for name, info in FUNCTIONS.items() if info.method is True})
+TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
+
+
+def register_hook(self, hook):
+    # Only the program's own lambdas are hooks: anything else would fail inside backward.
+    if self.requires_grad and not isinstance(hook, UserFunction):
+        raise GradTypeError(f"register_hook expects a function such as lambda g: g * 2, not {type_name(hook)}")
+    return Tensor.register_hook(self, hook)
+
+
+TENSOR_METHODS["register_hook"] = register_hook
+
+
+def _no_member(obj, name):
+    raise GradNameError(f"'{type_name(obj)}' object has no attribute '{name}'")
+
+
+NODE_ATTRS = {"next_functions": operator.attrgetter("next_functions"),
+              "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable")}
+NODE_METHODS = {"name": Node.name}
+HANDLE_METHODS = {"remove": RemovableHandle.remove}
+RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
+DTYPE_ATTRS = {"is_floating_point": operator.attrgetter("is_floating_point")}
+SIZE_METHODS = {"numel": Size.numel}
+
+# type -> (attributes, methods) the language allows on its values (either may be None)
+_MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
+                  (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
+                  (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS))
+
+
+def _member_tables(obj):
+    """``(attributes, methods)`` the language allows on ``obj`` (either may be None)."""
+    for cls, attrs, methods in _MEMBER_TABLES:
+        if isinstance(obj, cls):
+            return attrs, methods
+    return None, None
+
+
+def attribute(obj, name):
+    """``obj.name`` (not called)."""
+    attrs, methods = _member_tables(obj)
+    if attrs is not None and name in attrs:
+        return attrs[name](obj)
+    if methods is not None and name in methods:
+        raise GradTypeError(f"'{name}' is a method: call it, e.g. .{name}()")
+    raise GradNameError(f"'{type_name(obj)}' has no member '{name}'"
+                        f"{suggest(name, list(attrs or ()) + list(methods or ()))}")
+
+
+def method(obj, name):
+    """The function that ``obj.name(...)`` calls, with ``obj`` as its first argument."""
+    attrs, methods = _member_tables(obj)
+    if methods is None or name not in methods:
+        if attrs is not None and name in attrs:
+            raise GradTypeError(f"'{name}' is an attribute, not a method: use .{name} without ()")
+        raise GradNameError(f"'{type_name(obj)}' has no method '{name}'"
+                            f"{suggest(name, list(methods or ()) + list(attrs or ()))}")
+    return methods[name]
+
+
+def suggest(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+# ------------------------------------------------------------------------------ functions and constants
+
+def _lang_backward(tensors, gradient=None, retain_graph=None, create_graph=False, grad_tensors=None, inputs=None):
+    _backward(tensors, gradient if gradient is not None else grad_tensors, retain_graph, create_graph, inputs)
+
+
+def _set_grad_enabled(mode):
+    return set_grad_enabled(mode)
+
+
+BUILTINS = {
+    "backward": _lang_backward,
+    "grad": _grad,
+    "no_grad": no_grad,
+    "enable_grad": enable_grad,
+    "set_grad_enabled": _set_grad_enabled,
+    "is_grad_enabled": lambda: _GRAD.enabled,
+    "len": len,
+    "float": float,
+    "int": int,
+}
+BUILTINS.update({name: info.fn for name, info in FUNCTIONS.items() if not name.endswith("_")})
+# (``print`` is the evaluator's own: it writes to the run's output.)
+
+# The builtins that run backward: a program that calls one (or the method .backward()) gets no
+# implicit backward at its end.
+EXPLICIT_BACKWARD = (BUILTINS["backward"], BUILTINS["grad"])
+
+CONSTANTS = {name: d for name, d in DTYPES.items()}
+CONSTANTS.update({"float": DTYPES["float32"], "double": DTYPES["float64"], "long": DTYPES["int64"],
+                  "inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e})
+# 'float' as a dtype constant would shadow the function; keep it a function, as in Python.
+del CONSTANTS["float"]
+
+
+# ------------------------------------------------------------------------------ calling
+
+def check_arguments(args, kwargs):
+    """Refuse arguments no function needs (a string of more than 10,000 characters)."""
+    for v in (*args, *kwargs.values()):
+        if isinstance(v, str) and len(v) > 10_000:
+            raise LimitError("string argument too long")
+
+
+def call(fn, args, kwargs):
+    """``fn(*args, **kwargs)`` for a whitelisted ``fn``, its argument mistakes in torch's words."""
+    try:
+        return fn(*args, **kwargs)
+    except GradcliError:
+        raise
+    except TypeError as exc:
+        raise GradTypeError(_wrong_argument(fn, args, kwargs) or _clean_type_error(exc)) from None
+    except (AttributeError, KeyError):  # an op reached into a number, None or a lambda as if a tensor
+        message = _wrong_argument(fn, args, kwargs)
+        if message is None:
+            raise
+        raise GradTypeError(message) from None
+
+
+_TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))
+_INFO_BY_FN = {info.fn: info for info in FUNCTIONS.values()}
+
+
+def _wrong_argument(fn, args, kwargs):
+    """torch's message for an op given something other than a tensor where it takes one, e.g.
+    ``mean(2.5)``: "mean(): argument 'input' (position 1) must be Tensor, not float"; or None.
+    Used once an op has failed: ops that accept numbers there (``pow(2, x)``) never get here."""
+    info = _INFO_BY_FN.get(fn)
+    if info is None:
+        return None
+    params = [p.split("=")[0].strip() for p in info.signature.split("(", 1)[1].rstrip(")").split(",")]
+    given = []
+    for position, param in enumerate(params):
+        if param.startswith("*") or position >= len(args):
+            break
+        given.append((param, position + 1, args[position]))
+    given += [(param, None, kwargs[param]) for param in params if param in kwargs]
+    wrong = [g for g in given if g[0] in _TENSOR_PARAMS and not isinstance(g[2], Tensor)]
+    if not wrong:
+        return None
+    param, position, value = next((g for g in wrong if not isinstance(g[2], (bool, int, float))), wrong[0])
+    where = "" if position is None else f" (position {position})"
+    return f"{info.name}(): argument '{param}'{where} must be Tensor, not {type_name(value)}"
+
+
+def _clean_type_error(exc: TypeError) -> str:
+    text = str(exc)
+    for prefix in ("_lang_backward()", "Tensor.", "_to()"):
+        text = text.replace(prefix, prefix.lstrip("_").replace("lang_", ""))
+    return text

@@ -25,7 +25,8 @@ from .ast import (
     Lambda, ListExpr, Name, Num, Slice, Str, Subscript, TupleExpr, UnaryOp, With,
 )
 from .implicit_backward import run_implicit_backward
-from .sandbox import BUILTINS, CONSTANTS, EXPLICIT_BACKWARD, TENSOR_METHODS, suggest
+from ..ops.registry import INPLACE_OPERATORS
+from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, registered_builtins, suggest
 from .values import (
     UserFunction, binary_op, compare, display, subscript, translate_exception, type_name, unary_op,
     unpack,
@@ -96,7 +97,7 @@ class Evaluator:
         self.explicit_backward = False
         self.last_stmt = None
         self.last_value = None
-        self.builtins = dict(BUILTINS)
+        self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
         self.observers = list(observers)
         call = self._invoke
@@ -212,8 +213,7 @@ class Evaluator:
             current = self.evaluate(target)
         value = self.evaluate(stmt.value)
         if isinstance(current, Tensor):  # in place, as torch does: w.data -= g
-            method = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_"}[stmt.op]
-            self._call(TENSOR_METHODS[method], (current, value), {}, stmt)
+            self._call(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
             result = current
         else:
             result = binary_op(stmt.op, current, value)

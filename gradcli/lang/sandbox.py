@@ -22,7 +22,7 @@ from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
-from ..ops.registry import FUNCTIONS
+from ..ops import registry
 from ..ops.reduction import ReturnTypes
 from .values import UserFunction, type_name
 
@@ -34,9 +34,7 @@ _TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "requires_grad_",
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
                    "long")
 TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
-TENSOR_METHODS = {name: getattr(Tensor, name) for name in _TENSOR_METHODS}
-TENSOR_METHODS.update({name: info.fn for name, info in FUNCTIONS.items() if info.method is True})
-TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
+TENSOR_METHODS: dict = {}  # filled from the op registry by registered_builtins()
 
 
 def register_hook(self, hook):
@@ -44,9 +42,6 @@ def register_hook(self, hook):
     if self.requires_grad and not isinstance(hook, UserFunction):
         raise GradTypeError(f"register_hook expects a function such as lambda g: g * 2, not {type_name(hook)}")
     return Tensor.register_hook(self, hook)
-
-
-TENSOR_METHODS["register_hook"] = register_hook
 
 
 def _no_member(obj, name):
@@ -123,8 +118,28 @@ BUILTINS = {
     "float": float,
     "int": int,
 }
-BUILTINS.update({name: info.fn for name, info in FUNCTIONS.items() if not name.endswith("_")})
 # (``print`` is the evaluator's own: it writes to the run's output.)
+_LANGUAGE_BUILTINS = dict(BUILTINS)
+_READ_FROM = [None]  # (the registry's table, its size) when BUILTINS and TENSOR_METHODS were filled
+
+
+def registered_builtins() -> dict:
+    """The builtins, with every registered op, read from the op registry as it is now: an op
+    declared after import (a test's, a plugin's) is reachable at once. ``BUILTINS`` and
+    ``TENSOR_METHODS`` are updated in place, so references to them stay valid."""
+    functions = registry.FUNCTIONS
+    key = (id(functions), len(functions))
+    if _READ_FROM[0] != key:
+        BUILTINS.clear()
+        BUILTINS.update(_LANGUAGE_BUILTINS)
+        BUILTINS.update({name: info.fn for name, info in functions.items() if not name.endswith("_")})
+        TENSOR_METHODS.clear()
+        TENSOR_METHODS.update({name: getattr(Tensor, name) for name in _TENSOR_METHODS})
+        TENSOR_METHODS.update({name: info.fn for name, info in functions.items() if info.method is True})
+        TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
+        TENSOR_METHODS["register_hook"] = register_hook
+        _READ_FROM[0] = key
+    return BUILTINS
 
 # The builtins that run backward: a program that calls one (or the method .backward()) gets no
 # implicit backward at its end.
@@ -162,14 +177,13 @@ def call(fn, args, kwargs):
 
 
 _TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))
-_INFO_BY_FN = {info.fn: info for info in FUNCTIONS.values()}
 
 
 def _wrong_argument(fn, args, kwargs):
     """torch's message for an op given something other than a tensor where it takes one, e.g.
     ``mean(2.5)``: "mean(): argument 'input' (position 1) must be Tensor, not float"; or None.
     Used once an op has failed: ops that accept numbers there (``pow(2, x)``) never get here."""
-    info = _INFO_BY_FN.get(fn)
+    info = registry.BY_FUNCTION.get(fn)
     if info is None:
         return None
     params = [p.split("=")[0].strip() for p in info.signature.split("(", 1)[1].rstrip(")").split(",")]
@@ -192,3 +206,6 @@ def _clean_type_error(exc: TypeError) -> str:
     for prefix in ("_lang_backward()", "Tensor.", "_to()"):
         text = text.replace(prefix, prefix.lstrip("_").replace("lang_", ""))
     return text
+
+
+registered_builtins()  # the tables as the ops declared at import make them

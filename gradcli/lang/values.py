@@ -14,6 +14,7 @@ import operator
 
 from ..autograd.node import Node
 from ..autograd.tensor import Tensor
+from ..ops.registry import BINARY_OPERATORS
 from ..backend.dtypes import Size, device as _device, dtype as _dtype
 from ..errors import GradcliError, GradTypeError, LimitError, ShapeError
 from ..limits import MAX_INT_DIGITS, check_int
@@ -59,8 +60,8 @@ def type_name(obj) -> str:
 # ------------------------------------------------------------------------------ operators
 
 _NUMERIC = (int, float, bool, Tensor)
-TENSOR_BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-                 "@": operator.matmul, "**": operator.pow}
+# ``a + b`` on two tensors: the function the op declared for its operator (``gradcli.ops``).
+TENSOR_BINOPS = BINARY_OPERATORS
 _COMPARES = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
              "!=": operator.ne}
 _FLIPPED = {"<": operator.gt, "<=": operator.ge, ">": operator.lt, ">=": operator.le}

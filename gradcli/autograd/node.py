@@ -294,13 +294,20 @@ def _apply_1(node, grad, F, differentiable):
     if node._live is False:
         raise AutogradError(_FREED)
     x0 = node._s0
-    if x0.__class__ is Tensor:
-        x0 = _saved_value(node, x0, node._v0, differentiable)
+    if x0.__class__ is Tensor:  # saved: check it was not changed in place since (inlined: hot)
+        vc = x0._version
+        if vc is not None and vc[0] != node._v0:
+            raise AutogradError(_version_message(x0, node, node._v0))
+        if not differentiable:
+            x0 = x0._data
     result = None if node._sr is None else _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0 = None if shapes is None else shapes[0]
     f = node.formulas[0]
-    g0 = None if f is None or node._n0 is None else f(F, grad, x0, result, z0, *node._attrs)
+    if f is None or node._n0 is None:
+        return (None,)
+    attrs = node._attrs
+    g0 = f(F, grad, x0, result, z0, *attrs) if attrs else f(F, grad, x0, result, z0)
     if node.broadcasts and shapes is not None and g0 is not None and g0.shape != z0:
         g0 = F.sum_to(g0, z0)
     return (g0,)
@@ -311,17 +318,29 @@ def _apply_2(node, grad, F, differentiable):
         raise AutogradError(_FREED)
     x0 = node._s0
     if x0.__class__ is Tensor:
-        x0 = _saved_value(node, x0, node._v0, differentiable)
+        vc = x0._version
+        if vc is not None and vc[0] != node._v0:
+            raise AutogradError(_version_message(x0, node, node._v0))
+        if not differentiable:
+            x0 = x0._data
     x1 = node._s1
     if x1.__class__ is Tensor:
-        x1 = _saved_value(node, x1, node._v1, differentiable)
+        vc = x1._version
+        if vc is not None and vc[0] != node._v1:
+            raise AutogradError(_version_message(x1, node, node._v1))
+        if not differentiable:
+            x1 = x1._data
     result = None if node._sr is None else _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0, z1 = (None, None) if shapes is None else shapes
     f0, f1 = node.formulas
     attrs = node._attrs
-    g0 = None if f0 is None or node._n0 is None else f0(F, grad, x0, x1, result, z0, z1, *attrs)
-    g1 = None if f1 is None or node._n1 is None else f1(F, grad, x0, x1, result, z0, z1, *attrs)
+    if attrs:
+        g0 = None if f0 is None or node._n0 is None else f0(F, grad, x0, x1, result, z0, z1, *attrs)
+        g1 = None if f1 is None or node._n1 is None else f1(F, grad, x0, x1, result, z0, z1, *attrs)
+    else:
+        g0 = None if f0 is None or node._n0 is None else f0(F, grad, x0, x1, result, z0, z1)
+        g1 = None if f1 is None or node._n1 is None else f1(F, grad, x0, x1, result, z0, z1)
     if node.broadcasts and shapes is not None:
         if g0 is not None and g0.shape != z0:
             g0 = F.sum_to(g0, z0)

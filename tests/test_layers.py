@@ -29,7 +29,7 @@ LAYERS = [
     ("gradcli.lang",),
     ("gradcli.present",),
     ("gradcli.cli",),
-    ("gradcli", "gradcli.__main__"),  # the library's facade and ``python -m gradcli``: on top
+    ("gradcli", "gradcli.__main__", "gradcli.fastcli"),  # the facade, ``python -m gradcli``, the old launcher: on top
 ]
 
 

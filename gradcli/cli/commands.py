@@ -158,6 +158,8 @@ def guard(opts, body) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``| head``): nothing more can be said there
+        raise
     except Exception as exc:  # a bug in gradcli: say so, without a traceback
         if opts.debug:
             raise

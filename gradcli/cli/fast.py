@@ -113,8 +113,16 @@ def _preload(name: str, kwargs: dict) -> None:
 def main(argv=None) -> int:
     """Console entry point (``gradcli`` and ``python -m gradcli``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    rc = run(argv)
-    if rc is not None:
-        return rc
-    from .typer_app import typer_main
-    return typer_main(argv)
+    try:
+        rc = run(argv)
+        if rc is not None:
+            return rc
+        from .typer_app import typer_main
+        return typer_main(argv)
+    except BrokenPipeError:
+        # The reader closed the pipe (``gradcli ops --json | head -c 1``): end quietly, with the
+        # status of a process that SIGPIPE ended, as ``yes | head`` does. Output still buffered
+        # goes to /dev/null, so that the flush at exit does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

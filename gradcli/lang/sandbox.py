@@ -15,7 +15,6 @@ import difflib
 import math
 import operator
 
-from .. import ops as _ops  # noqa: F401  (the op table must be loaded)
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
@@ -186,7 +185,7 @@ def _wrong_argument(fn, args, kwargs):
     info = registry.BY_FUNCTION.get(fn)
     if info is None:
         return None
-    params = [p.split("=")[0].strip() for p in info.signature.split("(", 1)[1].rstrip(")").split(",")]
+    params = [p.split("=")[0] for p in info.parameters]
     given = []
     for position, param in enumerate(params):
         if param.startswith("*") or position >= len(args):

@@ -60,8 +60,6 @@ def type_name(obj) -> str:
 # ------------------------------------------------------------------------------ operators
 
 _NUMERIC = (int, float, bool, Tensor)
-# ``a + b`` on two tensors: the function the op declared for its operator (``gradcli.ops``).
-TENSOR_BINOPS = BINARY_OPERATORS
 _COMPARES = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
              "!=": operator.ne}
 _FLIPPED = {"<": operator.gt, "<=": operator.ge, ">": operator.lt, ">=": operator.le}
@@ -78,7 +76,7 @@ def check_operand(v, op, allow_none=False):
 def binary_op(op, a, b):
     """``a op b`` for ``op`` in ``+ - * / @ **``."""
     if a.__class__ is Tensor and b.__class__ is Tensor:  # the common case: no checks to make
-        return TENSOR_BINOPS[op](a, b)
+        return BINARY_OPERATORS[op](a, b)  # the function the op declared for its operator
     check_operand(a, op)
     check_operand(b, op)
     if op == "+":

@@ -17,18 +17,12 @@ def node_class(name: str):
     return NODE_CLASSES.get(name)
 
 
-def arguments(signature: str) -> list[str]:
-    """The parameters of a signature such as ``add(input, other, *, alpha=1)``."""
-    inner = signature.split("(", 1)[1].rsplit(")", 1)[0]
-    return [p.strip() for p in inner.split(",") if p.strip()]
-
-
 def method_form(info) -> str | None:
     """``x.add(other, *, alpha=1)``: the method, with the arguments after the tensor it is called on."""
     if not info.method:
         return None
     name = info.name if info.method is True else info.method
-    rest = arguments(info.signature)[1:]
+    rest = info.parameters[1:]
     if rest and rest[0] == "*":  # nothing positional is left before the keyword-only ones
         rest = rest[1:]
     return f"x.{name}({', '.join(rest)})"
@@ -52,7 +46,7 @@ def rows() -> list[dict]:
         grad_fns = [cls.__name__ for cls in nodes]
         derivatives = {cls.__name__: dict(cls.derivatives) for cls in nodes}
         out.append({
-            "name": info.name, "signature": info.signature, "arguments": arguments(info.signature),
+            "name": info.name, "signature": info.signature, "arguments": info.parameters,
             "method": method_form(info), "operator": info.operator, "arity": info.arity,
             "category": info.category, "differentiable": info.differentiable, "grad_fns": grad_fns,
             "grad_fns_of": via, "derivatives": derivatives, "doc": info.doc,

@@ -60,9 +60,14 @@ class Op:
         return tuple(cls.__name__ for cls in self.nodes)
 
     @property
+    def parameters(self) -> list[str]:
+        """``["input", "other", "*", "alpha=1"]``: the function's own parameters, as written."""
+        return parameter_texts(self.fn)
+
+    @property
     def signature(self) -> str:
         """``add(input, other, *, alpha=1)``: read from the function's own parameters."""
-        return f"{self.name}{signature_of(self.fn)}"
+        return f"{self.name}({', '.join(self.parameters)})"
 
     @property
     def arity(self) -> int:
@@ -77,11 +82,16 @@ class Op:
         return count
 
 
-def signature_of(fn) -> str:
-    """The parameter list of ``fn`` as ``gradcli ops`` shows it, without annotations."""
-    sig = inspect.signature(fn)
-    params = [p.replace(annotation=p.empty) for p in sig.parameters.values()]
-    return str(sig.replace(parameters=params, return_annotation=sig.empty))
+def parameter_texts(fn) -> list[str]:
+    """The parameters of ``fn`` as a ``def`` spells them, without annotations (``*`` before the
+    keyword-only ones where no ``*args`` stands)."""
+    texts, star = [], False
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star:
+            texts.append("*")
+        star = star or p.kind in (p.VAR_POSITIONAL, p.KEYWORD_ONLY)
+        texts.append(str(p.replace(annotation=p.empty)))
+    return texts
 
 
 FUNCTIONS: dict[str, Op] = {}        # by name, in declaration order
@@ -136,7 +146,7 @@ def _fast_operator(info: Op):
     """``Tensor.__mul__`` and friends: two tensors of one dtype, shape and device (what a chain of
     arithmetic is made of) go straight to the array operation and the recording; anything else
     (numbers, broadcasting, promotion, errors) takes the op's function."""
-    (cls,) = info.nodes[:1]
+    cls = info.nodes[0]
     compute = _ARRAY_OPERATORS[info.operator]
     general = info.fn
     defaults = inspect.signature(general).parameters

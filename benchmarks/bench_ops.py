@@ -1,0 +1,297 @@
+"""Every op of the table at small shapes, forward and backward, gradcli against PyTorch eager.
+
+The cases come from the op table itself (``gradcli.ops.registry.FUNCTIONS``): every differentiable
+function and operator, called the way programs call it:
+
+- a binary operator with two tensors (``x * y``), a Python number on the right (``x * 1.5``) and on
+  the left (``1.5 * x``), and a broadcast operand (``x * row``, row of shape (2,));
+- a unary function as a function (``exp(x)``);
+- a reduction over everything, over one dim, and over one dim keeping it;
+- everything else (shape ops, linear algebra, clamp, where, in-place ops...) from a short recipe in
+  :data:`RECIPES`, written once per op. An op of the table with no recipe and no rule is listed as
+  "not measured" (and ``tests/test_bench_ops.py`` fails, so a new op cannot be forgotten).
+
+One measurement: ``--calls`` outputs of the op computed from the same 2x2 float32 leaves (which
+require grad), then one ``autograd.backward(outputs, ones)``: the op's forward, its node, its
+backward formula and the accumulation of its gradient into the leaf, per call. Rounds of gradcli and
+torch alternate (``_common.time_interleaved``), medians of ``--rounds`` after a warm-up; the figure
+is gradcli's time over torch's for the same case in the same run. Per family and overall: geometric
+means of the per-case ratios.
+
+A second table times typical programs as chains (``y = y * 1.0001`` ... then one backward): the mixes
+of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions).
+
+    python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+
+from _common import import_torch, machine, median, table, time_interleaved
+
+
+@dataclass
+class Case:
+    op: str          # the op's name in the table
+    family: str      # its category
+    label: str       # how it is called, as a program would write it
+    call: object     # call(lib, env) -> tensor;  env: the leaves (x, y, row, m, v...) of lib
+
+
+# ------------------------------------------------------------------------------ inputs
+
+def environment(lib):
+    """The leaves every case draws from, built the same way on gradcli and torch: 2x2 float32
+    values in [0.5, 1.5) (log, sqrt, pow stay finite), a row that broadcasts, a 2x3 matrix, vectors."""
+    def leaf(values, grad=True):
+        return lib.tensor(values, requires_grad=grad)
+    return {
+        "x": leaf([[0.9, 1.2], [0.7, 1.4]]),
+        "y": leaf([[1.1, 0.6], [1.3, 0.8]]),
+        "row": leaf([0.75, 1.25]),
+        "m": leaf([[0.5, 1.0, 1.5], [1.1, 0.9, 0.7]]),
+        "v": leaf([0.6, 1.2]),
+        "w": leaf([1.3, 0.8]),
+        "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
+        "mask": lib.tensor([[True, False], [False, True]]),
+    }
+
+
+# ------------------------------------------------------------------------------ cases
+
+def _fn(lib, name):
+    return getattr(lib, name)
+
+
+# Ops whose calls cannot be guessed from their parameters: one recipe each, as a program writes it.
+RECIPES = {
+    "reshape": [("x.reshape(4)", lambda L, e: e["x"].reshape(4))],
+    "view": [("x.view(4)", lambda L, e: e["x"].view(4))],
+    "flatten": [("flatten(x)", lambda L, e: L.flatten(e["x"]))],
+    "transpose": [("x.transpose(0, 1)", lambda L, e: e["x"].transpose(0, 1))],
+    "t": [("x.t()", lambda L, e: e["x"].t())],
+    "permute": [("x.permute(1, 0)", lambda L, e: e["x"].permute(1, 0))],
+    "unsqueeze": [("x.unsqueeze(0)", lambda L, e: e["x"].unsqueeze(0))],
+    "squeeze": [("x.unsqueeze(0).squeeze(0)", lambda L, e: e["x"].unsqueeze(0).squeeze(0))],
+    "expand": [("row.expand(2, 2)", lambda L, e: e["row"].expand(2, 2))],
+    "expand_as": [("row.expand_as(x)", lambda L, e: e["row"].expand_as(e["x"]))],
+    "clone": [("x.clone()", lambda L, e: e["x"].clone())],
+    "to": [("x.to(float64)", lambda L, e: e["x"].to(L.float64))],
+    "cat": [("cat([x, y])", lambda L, e: L.cat([e["x"], e["y"]])),
+            ("cat([x, y], dim=1)", lambda L, e: L.cat([e["x"], e["y"]], dim=1))],
+    "stack": [("stack([x, y])", lambda L, e: L.stack([e["x"], e["y"]]))],
+    "narrow": [("x.narrow(1, 0, 1)", lambda L, e: e["x"].narrow(1, 0, 1))],
+    "select": [("x.select(0, 1)", lambda L, e: e["x"].select(0, 1))],
+    "pow": [("x ** y", lambda L, e: e["x"] ** e["y"]),
+            ("x ** 2", lambda L, e: e["x"] ** 2),
+            ("x ** 0.5", lambda L, e: e["x"] ** 0.5),
+            ("2 ** x", lambda L, e: 2 ** e["x"])],
+    "clamp": [("x.clamp(0.8, 1.3)", lambda L, e: e["x"].clamp(0.8, 1.3)),
+              ("x.clamp(min=1.0)", lambda L, e: e["x"].clamp(min=1.0))],
+    "maximum": [("maximum(x, y)", lambda L, e: L.maximum(e["x"], e["y"]))],
+    "minimum": [("minimum(x, y)", lambda L, e: L.minimum(e["x"], e["y"]))],
+    "where": [("where(mask, x, y)", lambda L, e: L.where(e["mask"], e["x"], e["y"]))],
+    "add_": [("x * 1 then add_(y)", lambda L, e: (e["x"] * 1).add_(e["y"]))],
+    "sub_": [("x * 1 then sub_(y)", lambda L, e: (e["x"] * 1).sub_(e["y"]))],
+    "mul_": [("x * 1 then mul_(y)", lambda L, e: (e["x"] * 1).mul_(e["y"]))],
+    "div_": [("x * 1 then div_(y)", lambda L, e: (e["x"] * 1).div_(e["y"]))],
+    "zero_": None,  # no gradient flows through it: nothing to measure
+    "mm": [("mm(x, m)", lambda L, e: L.mm(e["x"], e["m"]))],
+    "mv": [("mv(x, v)", lambda L, e: L.mv(e["x"], e["v"]))],
+    "dot": [("dot(v, w)", lambda L, e: L.dot(e["v"], e["w"]))],
+    "outer": [("outer(v, w)", lambda L, e: L.outer(e["v"], e["w"]))],
+    "matmul": [("x @ m", lambda L, e: e["x"] @ e["m"]),
+               ("b3 @ x (batched)", lambda L, e: e["b3"] @ e["x"]),
+               ("v @ x", lambda L, e: e["v"] @ e["x"])],
+    "norm": [("x.norm()", lambda L, e: e["x"].norm()),
+             ("x.norm(dim=1)", lambda L, e: e["x"].norm(dim=1)),
+             ("x.norm(p=1)", lambda L, e: e["x"].norm(p=1))],
+    "var": [("x.var()", lambda L, e: e["x"].var()), ("x.var(1)", lambda L, e: e["x"].var(1))],
+    "std": [("x.std()", lambda L, e: e["x"].std()), ("x.std(1)", lambda L, e: e["x"].std(1))],
+    "logsumexp": [("x.logsumexp(1)", lambda L, e: e["x"].logsumexp(1))],
+    "softmax": [("x.softmax(1)", lambda L, e: e["x"].softmax(1))],
+    "log_softmax": [("x.log_softmax(1)", lambda L, e: e["x"].log_softmax(1))],
+    "amax": [("x.amax()", lambda L, e: e["x"].amax()), ("x.amax(1)", lambda L, e: e["x"].amax(1))],
+    "amin": [("x.amin()", lambda L, e: e["x"].amin()), ("x.amin(1)", lambda L, e: e["x"].amin(1))],
+    "max": [("x.max()", lambda L, e: e["x"].max()), ("x.max(1).values", lambda L, e: e["x"].max(1)[0]),
+            ("max(x, y)", lambda L, e: L.max(e["x"], e["y"]))],
+    "min": [("x.min()", lambda L, e: e["x"].min()), ("x.min(1).values", lambda L, e: e["x"].min(1)[0])],
+    "getitem": [("x[0]", lambda L, e: e["x"][0]), ("x[:, 1]", lambda L, e: e["x"][:, 1]),
+                ("x[[1, 0]]", lambda L, e: e["x"][[1, 0]]), ("x[mask]", lambda L, e: e["x"][e["mask"]])],
+}
+
+# Families left out: creation functions (their outputs are leaves), comparisons and the like
+# (never differentiable).
+_SKIPPED_CATEGORIES = ("creation", "comparison", "autograd")
+
+
+def _operator_cases(info):
+    """``x OP y``, ``x OP 1.5``, ``1.5 OP x``, ``x OP row`` for a binary operator ``a OP b``."""
+    sym = info.operator.split()[1]
+    binop = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+             "/": lambda a, b: a / b}[sym]
+    return [
+        (f"x {sym} y", lambda L, e: binop(e["x"], e["y"])),
+        (f"x {sym} 1.5", lambda L, e: binop(e["x"], 1.5)),
+        (f"1.5 {sym} x", lambda L, e: binop(1.5, e["x"])),
+        (f"x {sym} row", lambda L, e: binop(e["x"], e["row"])),
+    ]
+
+
+def _reduction_cases(info):
+    name = info.name
+    out = [(f"x.{name}()", lambda L, e: getattr(e["x"], name)())]
+    if "dim=None" in info.parameters or "dim=()" in info.parameters:
+        out.append((f"x.{name}(1)", lambda L, e: getattr(e["x"], name)(1)))
+        out.append((f"x.{name}(1, keepdim=True)", lambda L, e: getattr(e["x"], name)(1, keepdim=True)))
+    return out
+
+
+def cases_of(info) -> list | None:
+    """The calls that measure one op, or None when the table says nothing can be measured."""
+    if info.name in RECIPES:
+        return RECIPES[info.name]
+    if not info.differentiable or info.category in _SKIPPED_CATEGORIES:
+        return None
+    if info.operator and info.operator.startswith("a ") and info.arity == 2 \
+            and info.operator.split()[1] in "+-*/":
+        return _operator_cases(info)
+    if info.operator == "-a":
+        return [("-x", lambda L, e: -e["x"])]
+    if info.operator == "abs(a)":
+        return [("abs(x)", lambda L, e: abs(e["x"]))]
+    if info.category == "reduction" and info.arity == 1:
+        return _reduction_cases(info)
+    if info.arity == 1 and info.parameters == ["input"]:
+        name = info.name
+        return [(f"{name}(x)", lambda L, e: _fn(L, name)(e["x"]))]
+    return []  # differentiable, but no rule fits: needs a recipe
+
+
+def all_cases(only=None) -> tuple[list[Case], list[str]]:
+    """Every case of the op table, and the differentiable ops that have none (no recipe)."""
+    from gradcli.ops import registry
+    cases, missing = [], []
+    for info in registry.FUNCTIONS.values():
+        if only and info.name not in only:
+            continue
+        found = cases_of(info)
+        if found is None:
+            continue
+        if not found:
+            missing.append(info.name)
+        for label, call in found:
+            cases.append(Case(info.name, info.category, label, call))
+    if (not only or "getitem" in only) and "getitem" not in registry.FUNCTIONS:
+        for label, call in RECIPES["getitem"]:
+            cases.append(Case("getitem", "indexing", label, call))
+    return cases, missing
+
+
+# ------------------------------------------------------------------------------ timing
+
+def fan_out(lib, case: Case, calls: int):
+    """``calls`` outputs of the case from the same leaves, then one backward through all of them."""
+    env = environment(lib)
+    first = case.call(lib, env)
+    seeds = [lib.ones_like(first)] * calls
+
+    def run():
+        outs = [case.call(lib, env) for _ in range(calls)]
+        lib.autograd.backward(outs, seeds)
+        for t in env.values():
+            t.grad = None
+    return run
+
+
+# Typical programs: a chain of mixed ops on a 2x2 leaf, then one backward (the issue's table).
+MIXES = {
+    "tensor-tensor mul/add": lambda L, y, e, i: y * e["c"] if i % 2 == 0 else y + e["d"],
+    "Python-number operands": lambda L, y, e, i: y * 1.0001 if i % 2 == 0 else y + 0.0001,
+    "unary sin / exp with a number factor": lambda L, y, e, i: (y.sin() if i % 2 == 0 else y.exp()) * 0.5,
+    "matmul, relu, SGD-like step": lambda L, y, e, i: ((y @ e["c"]).relu() if i % 2 == 0
+                                                       else y - 0.1 * e["d"]),
+    "sum(dim, keepdim), mean, divide by a number":
+        lambda L, y, e, i: (y.sum(1, keepdim=True) * e["c"] if i % 3 == 0
+                            else (y.mean() + y if i % 3 == 1 else y / 2.0)),
+}
+
+
+def chain(lib, mix, steps: int):
+    def run():
+        x = lib.ones(2, 2, requires_grad=True)
+        e = {"c": lib.full((2, 2), 0.5), "d": lib.full((2, 2), 0.001)}
+        y = x
+        for i in range(steps):
+            y = mix(lib, y, e, i)
+        y.sum().backward()
+        return x.grad
+    return run
+
+
+def geomean(xs) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def measure(fns: dict, rounds: int, per: int) -> dict:
+    times = time_interleaved(fns, rounds=rounds, warmup=1)
+    return {name: median(ts) / per * 1e6 for name, ts in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=1000, help="outputs per measurement (fan-out)")
+    ap.add_argument("--steps", type=int, default=20000, help="ops per typical-program chain")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", nargs="+", help="op names to measure (default: all)")
+    ap.add_argument("--no-mixes", action="store_true", help="skip the typical-program chains")
+    ap.add_argument("--markdown", action="store_true", help="also print Markdown for RESULTS.md")
+    ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1: tiny tensors)")
+    args = ap.parse_args()
+
+    torch = import_torch(args.threads)
+    if torch is None:
+        sys.exit("bench_ops.py compares with PyTorch: pip install torch==2.13.0")
+    import gradcli
+    print(machine() + f", torch threads {torch.get_num_threads()}")
+
+    cases, missing = all_cases(args.only)
+    rows, by_family, ratios = [], {}, []
+    for case in cases:
+        fns = {"gradcli": fan_out(gradcli, case, args.calls), "torch": fan_out(torch, case, args.calls)}
+        us = measure(fns, args.rounds, args.calls)
+        r = us["gradcli"] / us["torch"]
+        ratios.append(r)
+        by_family.setdefault(case.family, []).append(r)
+        rows.append([case.op, case.label, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
+        print(f"  {case.label:<32} {r:.2f}x", file=sys.stderr, flush=True)
+
+    print(table(rows, ["op", "call", "gradcli us/op", "torch us/op", "gradcli/torch"]))
+    print()
+    fam_rows = [[f, str(len(rs)), f"{geomean(rs):.2f}x", f"{max(rs):.2f}x"] for f, rs in by_family.items()]
+    fam_rows.append(["all", str(len(ratios)), f"{geomean(ratios):.2f}x", f"{max(ratios):.2f}x"])
+    print(table(fam_rows, ["family", "cases", "geometric mean", "worst"]))
+    worst = sorted(zip(ratios, [r[1] for r in rows]), reverse=True)[:5]
+    print("\nworst cases: " + ", ".join(f"{label} {r:.2f}x" for r, label in worst))
+    if missing:
+        print("not measured (differentiable, no recipe): " + ", ".join(missing))
+
+    if not args.no_mixes:
+        print()
+        mix_rows, mix_ratios = [], []
+        for name, mix in MIXES.items():
+            fns = {"gradcli": chain(gradcli, mix, args.steps), "torch": chain(torch, mix, args.steps)}
+            us = measure(fns, args.rounds, args.steps)
+            r = us["gradcli"] / us["torch"]
+            mix_ratios.append(r)
+            mix_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
+        mix_rows.append(["geometric mean", "", "", f"{geomean(mix_ratios):.2f}x"])
+        print(table(mix_rows, [f"{args.steps:,}-op chain", "gradcli us/op", "torch us/op", "gradcli/torch"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -83,6 +83,20 @@ OPTIONS = _opts(
         help="Write to FILE: .dot, .mmd, .json, or .svg/.png through Graphviz's dot."),
     Opt("show_saved", ("--show-saved", "--saved"), bool, False,
         help="Show the shapes of the values each node saved for backward."),
+    # gradcli test (gradcli/cli/testing)
+    Opt("paths", multiple=True, metavar="[PATHS]...",
+        help="Program files, and directories searched for *.grad files (default: the current directory)."),
+    Opt("keyword", ("-k",), metavar="EXPR",
+        help="Run the files whose path contains these words: -k 'hooks and not slow'."),
+    Opt("jobs", ("-j", "--jobs"), int, metavar="N", help="Worker processes (default: the machine's cores)."),
+    Opt("shard", ("--shard",), metavar="K/N", help="Run the K-th of N deterministic parts of the suite (CI matrices)."),
+    Opt("junit_xml", ("--junit-xml",), metavar="FILE", help="Write a JUnit XML report for CI test reporters."),
+    Opt("gradcheck", ("--gradcheck",), bool, False,
+        help="Also compare each program's gradients with finite differences, as gradcli check does."),
+    Opt("exitfirst", ("-x", "--exitfirst"), bool, False, help="Stop at the first failure or error."),
+    Opt("test_seed", ("--seed",), int, 0, metavar="N", help="Seed for rand/randn, the same for every file."),
+    Opt("test_timeout", ("--timeout",), float, 60.0, metavar="SECONDS",
+        help="Time limit per file (an error; 0: none)."),
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")
@@ -111,6 +125,16 @@ COMMANDS = {
         "ops_command",
         "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
         ("json_",)),
+    "test": Command(
+        "test_command",
+        "Run every *.grad program under PATHS, each in isolation, as a test: its asserts must hold (and, "
+        "with --gradcheck, its gradients agree with finite differences). Exit 0 when all pass, 1 when one "
+        "fails or has an error, 2 on bad usage or when no program is found.\n\n\b\nExamples:\n"
+        "  gradcli test tests/grad -j 4 --junit-xml report.xml\n"
+        "  gradcli test --shard 2/3 -k 'hooks and not slow' --gradcheck",
+        ("paths", "keyword", "jobs", "shard", "junit_xml", "json_", "gradcheck", "exitfirst", "test_seed",
+         "test_timeout", "dtype", "eps", "atol", "rtol", "max_elements", "max_program_size", "max_statements",
+         "debug")),
 }
 
 
@@ -257,3 +281,12 @@ def ops_command(*, json_=False) -> int:
         from ..present.catalog import run_ops
         return run_ops(json_output=json_)
     return guard(Options(json=json_), body)
+
+
+def test_command(**kwargs) -> int:
+    from .session import Options
+
+    def body():
+        from .testing.command import run_tests
+        return run_tests(**kwargs)
+    return guard(Options(json=kwargs.get("json_", False), debug=kwargs.get("debug", False)), body)

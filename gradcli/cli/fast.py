@@ -60,6 +60,10 @@ def parse(command, args: list[str]):
                 else:
                     values[o.name] = value
             given.add(o.name)
+        if positionals and positionals[-1].multiple:  # PATHS...: the last positional takes the rest
+            *single, last = positionals
+            rest, values[last.name] = rest[:len(single)], [last.type(t) for t in rest[len(single):]] or None
+            positionals = single
         if len(rest) > len(positionals):
             return None
         for o, text in zip(positionals, rest):
@@ -87,7 +91,7 @@ def _preload(name: str, kwargs: dict) -> None:
     paused, then freeze those objects out of its way. Imports allocate only long-lived objects
     (modules, classes, functions), so collecting during them is pure cost (~10 ms of a start);
     the program itself runs with the collector on as usual."""
-    if name not in ("eval", "check", "graph"):
+    if name not in ("eval", "check", "graph", "test"):
         return
     import gc
     enabled = gc.isenabled()

@@ -84,7 +84,7 @@ OPTIONS = _opts(
     Opt("show_saved", ("--show-saved", "--saved"), bool, False,
         help="Show the shapes of the values each node saved for backward."),
     # gradcli test (gradcli/cli/testing)
-    Opt("paths", multiple=True, metavar="[PATHS]...",
+    Opt("paths", multiple=True, metavar="PATHS",
         help="Program files, and directories searched for *.grad files (default: the current directory)."),
     Opt("keyword", ("-k",), metavar="EXPR",
         help="Run the files whose path contains these words: -k 'hooks and not slow'."),

@@ -502,3 +502,61 @@ def test_300_programs_through_a_real_subprocess(tmp_path):
         assert rck == 1 and 99 <= len(part) <= 101
         shards += part
     assert sorted(shards) == sorted(whole) and len(shards) == 300
+
+
+# -- the CI recipes and the example suite -----------------------------------------------------------
+
+def _cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "gradcli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}, timeout=300)
+
+
+def test_the_readme_shows_the_example_suite_as_it_runs():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"```\n\$ gradcli test examples/suite\n(.*?)```", readme, re.S).group(1)
+    proc = _cli("test", "examples/suite")
+    assert proc.returncode == 1
+
+    def norm(text):
+        return re.sub(r" in \d+\.\d\d s\n", " in S s\n", text)
+    assert norm(proc.stdout) == norm(shown)
+
+
+def test_the_example_suite_passes_gradcheck_but_for_its_wrong_assert():
+    proc = _cli("test", "examples/suite", "--gradcheck", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1
+    assert {r["path"]: r["outcome"] for r in doc["results"] if r["outcome"] != "passed"} == \
+        {"examples/suite/activations/tanh.grad": "failed"}
+    assert all(g["passed"] for r in doc["results"] for g in r["gradcheck"]) and len(doc["results"]) == 6
+
+
+def test_the_pre_commit_hook_runs_the_files_it_is_given():
+    yaml = pytest.importorskip("yaml")
+    (hook,) = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert (hook["id"], hook["entry"], hook["language"], hook["files"]) == \
+        ("gradcli-test", "gradcli test", "python", r"\.grad$")
+    assert re.search(hook["files"], "tests/a.grad") and not re.search(hook["files"], "a.grad.bak")
+    command, files = hook["entry"].split(), ["examples/suite/basics/chain_rule.grad", "examples/suite/linalg/matmul.grad"]
+    assert command[0] == "gradcli"
+    proc = _cli(*command[1:], *files)  # as pre-commit calls it: the entry, then the changed files
+    assert proc.returncode == 0 and summary_line(proc.stdout) == "2 passed, 0 failed, 0 errors in S s"
+    assert _cli(*command[1:], "examples/suite/activations/tanh.grad").returncode == 1
+
+
+def test_the_github_workflow_runs_gradcli_test_on_every_shard():
+    import shlex
+    yaml = pytest.importorskip("yaml")
+    flow = yaml.safe_load((ROOT / "examples" / "github-actions.yml").read_text())
+    job = flow["jobs"]["gradcli"]
+    shards = job["strategy"]["matrix"]["shard"]
+    (line,) = [s["run"] for s in job["steps"] if "gradcli test" in s.get("run", "")]
+    seen = []
+    for k in shards:
+        argv = shlex.split(line.replace("${{ matrix.shard }}", str(k)))
+        kwargs = parse(COMMANDS["test"], argv[2:])
+        assert argv[:2] == ["gradcli", "test"] and kwargs is not None
+        assert collect.parse_shard(kwargs["shard"]) == (k, len(shards))
+        seen.append(kwargs["junit_xml"])
+    assert flow["jobs"]["report"]["steps"][-1]["with"]["report_paths"] == "junit-*.xml"
+    assert seen == [f"junit-{k}.xml" for k in shards]

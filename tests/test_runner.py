@@ -560,3 +560,46 @@ def test_the_github_workflow_runs_gradcli_test_on_every_shard():
         seen.append(kwargs["junit_xml"])
     assert flow["jobs"]["report"]["steps"][-1]["with"]["report_paths"] == "junit-*.xml"
     assert seen == [f"junit-{k}.xml" for k in shards]
+
+
+def test_spawned_workers_as_on_macos_and_windows(tmp_path, monkeypatch, capsys):
+    """Where fork is not used, workers start fresh and receive pickled items and settings."""
+    import multiprocessing
+    write(tmp_path, {"a.grad": PASS, "b.grad": FAIL, "c.grad": SYNTAX, "d.grad": "print(rand(2))\n" + PASS})
+    monkeypatch.chdir(tmp_path)
+    rc1, one, _ = gradcli_test("--json", "-j", "1", capsys=capsys)
+    monkeypatch.setattr(workers, "_context", lambda: multiprocessing.get_context("spawn"))
+    rc2, two, _ = gradcli_test("--json", "-j", "2", capsys=capsys)
+    assert rc1 == rc2 == 1 and _records(one) == _records(two)
+
+
+def test_the_progress_bar_on_a_terminal_leaves_the_report(tmp_path):
+    """Under a pseudo-terminal: a rich progress bar while running, then the same report as piped."""
+    import pty
+    write(tmp_path, {f"p{i:02}.grad": PASS for i in range(30)} | {"zz.grad": FAIL})
+    out, rc = _run_on_a_terminal([sys.executable, "-m", "gradcli", "test", "-j", "2"], tmp_path, pty)
+    assert rc == 1
+    assert "━" in out and "gradcli test" in out  # the bar was drawn
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "")
+    assert "FAILED zz.grad:4:1: assert failed: dy/dx is 2x\n" in text
+    assert re.search(r"30 passed, 1 failed, 0 errors in \d+\.\d\d s", text)
+
+
+def _run_on_a_terminal(cmd, cwd, pty):
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: run the command with the terminal as stdout
+        os.chdir(cwd)
+        os.environ.pop("NO_COLOR", None)
+        os.environ["PYTHONPATH"] = str(ROOT)
+        os.execv(cmd[0], cmd)
+    chunks = []
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks).decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)

@@ -63,14 +63,18 @@ class Progress:
                            console=_console(), auto_refresh=False, transient=True)
             self.task = self.bar.add_task("", total=total, counts="")
             self.counts = {PASSED: 0, FAILED: 0, ERROR: 0}
+            self.shown = 0.0
             self.bar.start()
 
     def advance(self, result) -> None:
         if self.bar is not None:
+            import time
             self.counts[result.outcome] += 1
             c = self.counts
             self.bar.update(self.task, advance=1, counts=f"{c[PASSED]} passed, {c[FAILED]} failed, {c[ERROR]} errors")
-            self.bar.refresh()
+            if time.monotonic() - self.shown > 0.05:  # 20 frames a second: drawing costs more than a file
+                self.bar.refresh()
+                self.shown = time.monotonic()
 
     def stop(self) -> None:
         if self.bar is not None:

@@ -9,8 +9,10 @@ fresh worker. Results are put back in collection order by the caller, so they do
 ``-j`` (timings aside).
 
 Workers are forked on Linux (they inherit the imported engine, ~1 ms each instead of ~150 ms of
-imports) and spawned elsewhere (fork is unsafe on macOS). They are started before anything else
-runs threads in the parent: the progress bar refreshes from this loop, never from a thread.
+imports) and spawned elsewhere (fork is unsafe on macOS). The parent never runs a thread, so that
+forking is safe also when a worker is replaced mid-run: chunks go out through SimpleQueues (written
+directly, where a Queue starts a feeder thread), and the progress bar is refreshed from the
+caller's loop (rich's refresh thread is off).
 """
 
 from __future__ import annotations
@@ -100,7 +102,7 @@ class Pool:
 
     def _start(self) -> _Worker:
         wid, self._next_id = self._next_id, self._next_id + 1
-        tasks = self.ctx.Queue()
+        tasks = self.ctx.SimpleQueue()  # written without a feeder thread: the parent stays single-threaded
         process = self.ctx.Process(target=_worker, args=(wid, tasks, self.inbox, self.settings), daemon=True)
         process.start()
         self.workers[wid] = w = _Worker(wid, process, tasks)

@@ -271,8 +271,12 @@ def test_exitfirst_stops_at_the_first_failure(tmp_path, monkeypatch, capsys):
     doc = json.loads(out)
     assert rc == 1 and [r["path"] for r in doc["results"]] == ["a.grad", "b.grad"]
     assert doc["summary"]["stopped_early"] is True
-    rc, out, _ = gradcli_test("-x", "-j", "2", capsys=capsys)
-    assert rc == 1 and "stopped at the first failure (-x)" in out
+    write(tmp_path, {f"e{i:03}.grad": PASS for i in range(200)})  # with workers: the failure is in the first chunk
+    rc, out, err = gradcli_test("-x", "-j", "2", "--json", capsys=capsys)
+    doc = json.loads(out)
+    assert rc == 1 and doc["summary"]["stopped_early"] is True and doc["summary"]["failed"] == 1
+    assert len(doc["results"]) < 204 and [r["path"] for r in doc["results"][:2]] == ["a.grad", "b.grad"]
+    assert f"stopped at the first failure (-x): {204 - len(doc['results'])} of 204 programs not run" in err
 
 
 def test_gradcheck_fails_a_wrong_gradient_and_passes_a_right_one(tmp_path, monkeypatch, capsys):

@@ -19,7 +19,7 @@ def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None
               gradcheck=False, exitfirst=False, test_seed=0, test_timeout=60.0, dtype="float32",
               eps=1e-6, atol=1e-5, rtol=1e-3, max_elements=None, max_program_size=None,
               max_statements=None, debug=False) -> int:
-    from . import collect, report
+    from . import report
     from .execute import Settings
     started, t0 = time.time(), time.perf_counter()
     try:
@@ -27,14 +27,7 @@ def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None
                             eps=eps, atol=atol, rtol=rtol, max_elements=max_elements,
                             max_program_size=max_program_size, max_statements=max_statements, debug=debug)
         _check_options(settings, jobs, junit_xml)
-        where = collect.parse_shard(shard)
-        items = collect.collect(list(paths or []))
-        if not items:
-            raise UsageError(f"no *.grad files found in {', '.join(paths or ['.'])}")
-        selected = collect.select(items, keyword, None)
-        if not selected:
-            raise UsageError(f"-k {keyword!r} selects none of the {len(items)} programs collected")
-        chosen = collect.select(selected, None, where)
+        collected, chosen, shard = _collect(paths, keyword, shard)
     except GradcliError as err:
         return _usage_error(err, json_)
     try:
@@ -42,7 +35,7 @@ def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    summary = report.Summary(len(items), len(chosen), where, results, time.perf_counter() - t0, stopped)
+    summary = report.Summary(collected, len(chosen), shard, results, time.perf_counter() - t0, stopped)
     if json_:
         print(report.json_text(summary))
         sys.stdout.flush()
@@ -54,6 +47,20 @@ def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None
             print(f"error: cannot write {junit_xml}: {exc.strerror or exc}", file=sys.stderr)
             return 2
     return summary.exit_code
+
+
+def _collect(paths, keyword, shard):
+    """``(number collected, the items to run, (K, N) or None)``; nothing to run is a usage error,
+    except in a shard: the others have the suite."""
+    from . import collect
+    where = collect.parse_shard(shard)
+    items = collect.collect(list(paths or []))
+    if not items:
+        raise UsageError(f"no *.grad files found in {', '.join(paths or ['.'])}")
+    selected = collect.select(items, keyword, None)
+    if not selected:
+        raise UsageError(f"-k {keyword!r} selects none of the {len(items)} programs collected")
+    return len(items), collect.select(selected, None, where), where
 
 
 def _check_options(settings, jobs, junit_xml) -> None:
@@ -88,7 +95,8 @@ def _run(items, settings, jobs, exitfirst, enabled):
     from .report import Progress
     from .workers import Pool, default_jobs
     jobs = min(jobs or default_jobs(), len(items))
-    _warm_up()
+    if items:
+        _warm_up()
     pool = Pool(settings, jobs).start(items) if jobs > 1 else None  # before the progress bar
     progress = Progress(len(items), enabled)
     results, stopped = [], False

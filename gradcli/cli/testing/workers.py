@@ -92,13 +92,15 @@ class Pool:
 
     def results(self):
         """Yield a FileResult for every item (in the order they finish)."""
+        checked = time.monotonic()
         while self.workers:
             try:
-                message = self.inbox.get(timeout=POLL)
+                yield from self._handle(self.inbox.get(timeout=POLL))
             except queue.Empty:
+                pass
+            if time.monotonic() - checked >= POLL:  # also while other workers keep reporting
                 yield from self._check_workers()
-                continue
-            yield from self._handle(message)
+                checked = time.monotonic()
 
     def _start(self) -> _Worker:
         wid, self._next_id = self._next_id, self._next_id + 1

@@ -607,3 +607,13 @@ def _run_on_a_terminal(cmd, cwd, pty):
         chunks.append(data)
     _, status = os.waitpid(pid, 0)
     return b"".join(chunks).decode("utf-8", "replace"), os.waitstatus_to_exitcode(status)
+
+
+def test_control_characters_from_a_program_are_shown_escaped(tmp_path, monkeypatch, capsys):
+    write(tmp_path, {"evil.grad": 'x = 1\nassert x == 2, "clear \\x1b[2J bell \\x07"\n'})
+    monkeypatch.chdir(tmp_path)
+    rc, out, _ = gradcli_test("-j", "1", capsys=capsys)
+    assert rc == 1 and "\x1b" not in out and "\x07" not in out
+    assert out.split("\n")[0] == "FAILED evil.grad:2:1: assert failed: clear \\x1b[2J bell \\x07"
+    rc, out, _ = gradcli_test("-j", "1", "--json", capsys=capsys)
+    assert json.loads(out)["results"][0]["failures"][0]["message"] == "assert failed: clear \x1b[2J bell \x07"

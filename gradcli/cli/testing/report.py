@@ -81,6 +81,15 @@ class Progress:
             self.bar.stop()
 
 
+# Control characters from a program (an assert's message, a string in the source) are shown
+# escaped, never sent to the terminal, where ESC [ 2 J would clear the screen of the report.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape(match) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
 def _isatty(stream) -> bool:
     try:
         return stream.isatty()
@@ -95,7 +104,7 @@ def print_report(summary: Summary, file=None) -> None:
     console = _console(file)
     for r in summary.results:
         for problem in r.failures + ([r.error] if r.error is not None else []):
-            console.print(Text(problem.text), soft_wrap=True)
+            console.print(Text(_CONTROL.sub(_escape, problem.text)), soft_wrap=True)
             console.print()
     if summary.stopped:
         console.print(f"stopped at the first failure (-x): {summary.selected - len(summary.results)} of "

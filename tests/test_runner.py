@@ -185,7 +185,8 @@ def test_outcomes_and_problem_records(tmp_path):
         "binary.grad": "error", "fail.grad": "failed", "pass.grad": "passed", "shape.grad": "error",
         "syntax.grad": "error"}
     assert [p.record() for p in results["fail.grad"].failures] == [
-        {"kind": "assert", "line": 4, "column": 1, "message": "assert failed: dy/dx is 2x"}]
+        {"kind": "assert", "line": 4, "column": 1, "message": "assert failed: dy/dx is 2x",
+         "where": "allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>))"}]
     assert results["fail.grad"].checks == [{"line": 4, "passed": False, "message": "dy/dx is 2x"}]
     assert (results["syntax.grad"].error.kind, results["syntax.grad"].error.line) == ("syntax", 2)
     assert (results["shape.grad"].error.kind, results["shape.grad"].error.line) == ("shape", 2)
@@ -212,6 +213,7 @@ def test_a_failure_prints_the_caret_report_and_exits_1(tmp_path, monkeypatch, ca
         "FAILED bad.grad:4:1: assert failed: dy/dx is 2x\n"
         '   | assert allclose(x.grad, 3 * x), "dy/dx is 2x"\n'
         "   | ^\n"
+        "where: allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>))\n"
         "\n"
         "ERROR broken.grad:2:5: syntax error: '(' was never closed\n"
         "   | y = (x +\n"
@@ -617,3 +619,19 @@ def test_control_characters_from_a_program_are_shown_escaped(tmp_path, monkeypat
     assert out.split("\n")[0] == "FAILED evil.grad:2:1: assert failed: clear \\x1b[2J bell \\x07"
     rc, out, _ = gradcli_test("-j", "1", "--json", capsys=capsys)
     assert json.loads(out)["results"][0]["failures"][0]["message"] == "assert failed: clear \x1b[2J bell \x07"
+
+
+def test_a_failed_assert_shows_the_values_its_call_was_given(tmp_path):
+    """Only for a failed assert whose test is a call, with the values as they were at the assert."""
+    write(tmp_path, {"m.grad": "w = tensor([1.0, 2.0], requires_grad=True)\n(w * w).sum().backward()\n"
+                               "assert w.grad.allclose(3 * w, atol=0.5)\nassert allclose(w.grad, 2 * w)\n"
+                               "g = w.grad\nassert g.sum() == 7, 'compare: no call to show'\n"
+                               "g.zero_()\nassert allclose(g, 1.0)\n"})
+    (item,) = collect.collect([str(tmp_path)])
+    res = run_file(item, Settings())
+    assert [(p.line, p.where) for p in res.failures] == [
+        (3, "allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)"),
+        (6, None),
+        (8, "allclose(tensor([0., 0.]), 1.0)")]
+    assert res.failures[0].text.split("\n")[-1] == \
+        "where: allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)"

@@ -10,7 +10,8 @@ none behind. With ``--gradcheck`` the file is then checked as ``gradcli check -f
 
 Outcomes, as pytest's: *passed*; *failed* (an ``assert`` did not hold, or a gradient differs from
 finite differences); *error* (the file could not be read, a syntax error, an evaluation error, a
-limit or the timeout). The result holds only plain data, so that it pickles from a worker process.
+limit or the timeout). A failed assert whose test is a call shows the values it was called with
+(``where: allclose(tensor([2., 4.]), tensor([3., 6.]))``), as pytest shows an assertion's operands. The result holds only plain data, so that it pickles from a worker process.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 from ...errors import GradcliError
+from ...lang.evaluator import Evaluator, Observer
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
 
@@ -42,13 +44,17 @@ class Settings:
 class Problem:
     """One failure or error of a file: where, what, and the caret-style report for people."""
 
-    __slots__ = ("kind", "line", "column", "message", "text")
+    __slots__ = ("kind", "line", "column", "message", "text", "where")
 
-    def __init__(self, kind, line, column, message, text):
+    def __init__(self, kind, line, column, message, text, where=None):
         self.kind, self.line, self.column, self.message, self.text = kind, line, column, message, text
+        self.where = where  # a failed assert's call with its values, when its test is a call
 
     def record(self) -> dict:
-        return {"kind": self.kind, "line": self.line, "column": self.column, "message": self.message}
+        record = {"kind": self.kind, "line": self.line, "column": self.column, "message": self.message}
+        if self.where is not None:
+            record["where"] = self.where
+        return record
 
 
 class FileResult:
@@ -99,14 +105,17 @@ def run_file(item, settings: Settings) -> FileResult:
 def _run(item, settings: Settings, res: FileResult, source: list) -> None:
     from .. import session
     opts = _options(settings, file=item.path)
-    src, _, _, result = session.run(opts)
+    prepared = session.prepare(opts)  # session.run's steps, with an observer added
+    src = prepared.source
     source[0] = src.text
+    operands = _AssertOperands()
+    result = session.run_prepared(opts, prepared, Evaluator(observers=[operands]), configure_first=False)
     res.printed = list(result.printed)
     res.checks = [{"line": c.line, "passed": c.passed, "message": c.message} for c in result.checks]
     for c in result.checks:
         if not c.passed:
             message = "assert failed" + (f": {c.message}" if c.message else "")
-            _fail(res, "assert", c.line, None, message, src.text)
+            _fail(res, "assert", c.line, None, message, src.text, operands.failed.get(c.line))
     if result.error is not None:
         if result.error.kind == "check":  # an assert that stops the program (SPEC §1)
             _fail(res, "assert", result.error.line, result.error.column, result.error.message, src.text)
@@ -148,14 +157,15 @@ def _gradcheck(settings: Settings, res: FileResult, text: str) -> None:
             _fail(res, "gradcheck", c.lines[0] if c.lines else None, None, message, text)
 
 
-def _fail(res: FileResult, kind, line, column, message, text) -> None:
+def _fail(res: FileResult, kind, line, column, message, text, where=None) -> None:
     from ...errors import CheckFailed
     if column is None and line is not None and text is not None:
         lines = text.split("\n")
         if 1 <= line <= len(lines):  # the caret under the statement's first character
             column = len(lines[line - 1]) - len(lines[line - 1].lstrip()) + 1
     err = CheckFailed(message, line=line, column=column)
-    res.failures.append(Problem(kind, line, column, message, _report("FAILED", res.path, err, text)))
+    report = _report("FAILED", res.path, err, text) + (f"\nwhere: {where}" if where else "")
+    res.failures.append(Problem(kind, line, column, message, report, where))
     if res.outcome == PASSED:
         res.outcome = FAILED
 
@@ -175,3 +185,34 @@ def _report(label: str, path: str, err: GradcliError, text, message=None) -> str
     body = error_text(err, text).split("\n")[1:]
     body = [line for line in body if not line.startswith("  --> ")]
     return "\n".join([f"{label} {where}: {message or err.message}"] + body)
+
+
+class _AssertOperands(Observer):
+    """Keeps, for an ``assert`` whose test is a call that returns false (``assert allclose(x.grad,
+    2 * x)``), the call with its arguments' values, as pytest shows a failed assertion's operands:
+    ``where: allclose(tensor([2., 4.]), tensor([3., 6.]))``. Values are written out only then, and
+    at that moment (a later in-place update cannot change what is shown)."""
+
+    def __init__(self):
+        self.test = None
+        self.failed: dict[int, str] = {}  # line -> the call with its values
+
+    def before_statement(self, stmt):
+        from ...lang.ast import Assert
+        self.test = stmt.test if stmt.__class__ is Assert else None
+
+    def on_call(self, fn, args, kwargs, node, call_next):
+        out = call_next(fn, args, kwargs, node)
+        if node is self.test and node is not None and not _truth(out):
+            from ...lang.values import display
+            shown = [display(a) for a in args] + [f"{k}={display(v)}" for k, v in kwargs.items()]
+            self.failed[node.line] = f"{getattr(fn, '__name__', 'call')}({', '.join(shown)})"
+        return out
+
+
+def _truth(value) -> bool:
+    from ...autograd.tensor import Tensor
+    try:
+        return bool(value.item()) if isinstance(value, Tensor) and value.numel() == 1 else bool(value)
+    except Exception:  # the assert itself will say what is wrong with it
+        return True

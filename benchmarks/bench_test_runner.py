@@ -111,8 +111,8 @@ def main() -> None:
         per_eval = eval_ms(paths[:args.eval_sample], root, args.rounds)
     print(f"{args.programs} programs (a few ops, one assert), {os.cpu_count()} cores, "
           f"CPython {sys.version.split()[0]}, median of {args.rounds} rounds")
-    print(f"| way of running | ms per program | vs one eval per file |")
-    print(f"| --- | --- | --- |")
+    print("| way of running | ms per program | vs one eval per file |")
+    print("| --- | --- | --- |")
     print(f"| run_file in one worker, in-process | {inproc:.2f} | {per_eval / inproc:.0f}x faster |")
     print(f"| gradcli test -j 1 (start-up subtracted) | {one_worker:.2f} | {per_eval / one_worker:.0f}x faster |")
     print(f"| gradcli test -j {args.jobs} (start-up subtracted) | {workers:.2f} | {per_eval / workers:.0f}x faster |")

@@ -11,7 +11,8 @@ none behind. With ``--gradcheck`` the file is then checked as ``gradcli check -f
 Outcomes, as pytest's: *passed*; *failed* (an ``assert`` did not hold, or a gradient differs from
 finite differences); *error* (the file could not be read, a syntax error, an evaluation error, a
 limit or the timeout). A failed assert whose test is a call shows the values it was called with
-(``where: allclose(tensor([2., 4.]), tensor([3., 6.]))``), as pytest shows an assertion's operands. The result holds only plain data, so that it pickles from a worker process.
+(``where: allclose(tensor([2., 4.]), tensor([3., 6.]))``), as pytest shows an assertion's operands.
+The result holds only plain data, so that it pickles from a worker process.
 """
 
 from __future__ import annotations

@@ -289,6 +289,8 @@ def test_gradcheck_fails_a_wrong_gradient_and_passes_a_right_one(tmp_path, monke
         "hooked.grad": "x = tensor([0.5, 1.5], requires_grad=True)\nh = x.register_hook(lambda g: g * 2)\n"
                        "sum(x * x)\n",
         "noleaf.grad": "y = ones(2) * 3\n",
+        "explicit.grad": "w = tensor([1.0, 2.0], requires_grad=True)\nh = w.register_hook(lambda g: g + 1)\n"
+                         "(w * w).sum().backward()\n",
     })
     monkeypatch.chdir(tmp_path)
     rc, out, _ = gradcli_test("-j", "1", capsys=capsys)
@@ -301,6 +303,10 @@ def test_gradcheck_fails_a_wrong_gradient_and_passes_a_right_one(tmp_path, monke
     assert hooked["outcome"] == "failed" and hooked["gradcheck"][0]["worst"]["analytic"] == 6.0
     assert hooked["failures"][0]["message"].startswith(
         "gradcheck: the gradient of x differs from finite differences (max abs error 3.000e+00")
+    assert results["explicit.grad"]["failures"] == [{
+        "kind": "gradcheck", "line": 3, "column": 1,
+        "message": "gradcheck: the gradient of w differs from finite differences (backward() on line 3) "
+                   "(max abs error 1.000e+00, max rel error 5.000e-01); worst element [1]: analytic 5 vs numeric 4"}]
     assert results["noleaf.grad"]["outcome"] == "error"
     assert results["noleaf.grad"]["error"]["message"].startswith("gradcheck: no leaf requires grad")
 

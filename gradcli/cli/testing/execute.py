@@ -159,7 +159,8 @@ def _gradcheck(settings: Settings, res: FileResult, text: str) -> None:
     res.gradcheck = [c.record() for c in checks]
     for c in checks:
         if not c.passed:
-            where = f" (backward() on line {', '.join(map(str, c.lines))})" if c.lines else ""
+            where = f" (backward() on line{'s' if len(c.lines) > 1 else ''} {', '.join(map(str, c.lines))})" \
+                if c.lines else ""
             worst = "" if c.worst is None else \
                 f"; worst element {c.worst[0]}: analytic {c.worst[1]:.6g} vs numeric {c.worst[2]:.6g}"
             message = (f"gradcheck: the gradient of {c.name} differs from finite differences{where} "

@@ -404,6 +404,11 @@ def _crash_on(name, real=run_file):
     return run
 
 
+FORKED = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                            reason="workers see the test's patched function only where they are forked (Linux)")
+
+
+@FORKED
 def test_a_worker_that_dies_costs_one_file_an_error(tmp_path, monkeypatch):
     write(tmp_path, {f"p{i}.grad": PASS for i in range(6)})
     monkeypatch.setattr(workers, "run_file", _crash_on("p2.grad"))  # forked workers inherit it
@@ -417,6 +422,7 @@ def test_a_worker_that_dies_costs_one_file_an_error(tmp_path, monkeypatch):
     assert results[2].error.message == "its worker process died (exit status 7) while running it"
 
 
+@FORKED
 def test_a_worker_stuck_past_the_timeout_is_stopped(tmp_path, monkeypatch):
     import signal
 
@@ -588,6 +594,7 @@ def test_spawned_workers_as_on_macos_and_windows(tmp_path, monkeypatch, capsys):
     assert rc1 == rc2 == 1 and _records(one) == _records(two)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 def test_the_progress_bar_on_a_terminal_leaves_the_report(tmp_path):
     """Under a pseudo-terminal: a rich progress bar while running, then the same report as piped."""
     import pty

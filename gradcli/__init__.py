@@ -14,7 +14,7 @@ from ._version import __version__  # noqa: F401
 from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
 from . import autograd  # noqa: F401
 from .ops.creation import (  # noqa: F401
-    allclose, arange, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
+    allclose, arange, eye, full, full_like, linspace, ones, ones_like, rand, rand_like, randn,
     randn_like, tensor, zeros, zeros_like,
 )
 from .backend.dtypes import (  # noqa: F401

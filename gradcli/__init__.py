@@ -28,7 +28,8 @@ from .errors import (  # noqa: F401
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
-from .autograd.tensor import Tensor  # noqa: F401
+from .autograd.tensor import Tensor  # noqa: F401  (the class; the legacy constructor is ops.legacy_tensor)
+from .ops.legacy import cuda  # noqa: F401
 
 float = float32  # noqa: A001
 double = float64

@@ -169,6 +169,4 @@ class _Cuda:
         return "<module 'torch.cuda'>"
 
 
-cuda = _Cuda()
-for _name in ("FloatTensor", "DoubleTensor", "LongTensor"):
-    op(method=False, category="legacy", name=f"cuda.{_name}")(getattr(_Cuda, _name))
+cuda = _Cuda()  # the language's torch.cuda (not in the op table: its names are not identifiers)

@@ -113,7 +113,6 @@ def test_one_dimensional_input_and_next_functions():
     assert [n is None for n, _ in m] == [n is None for n, _ in TF.mse_loss(x, x.detach()).grad_fn.next_functions]
 
 
-@pytest.mark.skip(reason="_saved_* fields: next commit")
 def test_saved_reduction_is_torchs_int():
     x = gc.tensor(X.tolist(), requires_grad=True)
     assert [F["mse_loss"](x, x.detach(), reduction=r).grad_fn._saved_reduction for r in ("none", "mean", "sum")] \

@@ -17,6 +17,7 @@ import operator
 
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
+from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
@@ -29,7 +30,8 @@ from .values import UserFunction, type_name
 
 _TENSOR_ATTRS = ("data", "grad", "grad_fn", "requires_grad", "is_leaf", "shape", "dtype", "device", "ndim",
                  "T", "mT", "retains_grad", "is_cuda")
-_TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "requires_grad_", "detach", "detach_",
+_TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
+                   "requires_grad_", "detach", "detach_",
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
                    "long")
 TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
@@ -43,13 +45,47 @@ def register_hook(self, hook):
     return Tensor.register_hook(self, hook)
 
 
+def _user_hook(hook):
+    # Only the program's own functions are hooks: anything else would fail inside backward.
+    if not isinstance(hook, UserFunction):
+        raise GradTypeError(f"a hook must be a function such as lambda grad_inputs, grad_outputs: None, "
+                            f"not {type_name(hook)}")
+    return hook
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    return Tensor.register_post_accumulate_grad_hook(self, _user_hook(hook))
+
+
 def _no_member(obj, name):
     raise GradNameError(f"'{type_name(obj)}' object has no attribute '{name}'")
 
 
-NODE_ATTRS = {"next_functions": operator.attrgetter("next_functions"),
-              "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable")}
-NODE_METHODS = {"name": Node.name}
+class _NodeAttrs(dict):
+    """The node attributes a program may read: the fixed ones, and any ``_saved_<field>`` that the
+    node's class declares (``gradcli.autograd.introspection.saved_fields``), torch's names."""
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or (
+            isinstance(name, str) and name.startswith("_saved_") and name[7:].isidentifier())
+
+    def __getitem__(self, name):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return lambda n: _saved_field(n, name)
+
+
+def _saved_field(node, name):
+    if name[7:] not in saved_fields(type(node)):
+        _no_member(node, name)
+    return getattr(node, name)
+
+
+NODE_ATTRS = _NodeAttrs({"next_functions": operator.attrgetter("next_functions"),
+                         "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable"),
+                         "metadata": operator.attrgetter("metadata")})
+NODE_METHODS = {"name": Node.name, "register_hook": lambda n, fn: Node.register_hook(n, _user_hook(fn)),
+                "register_prehook": lambda n, fn: Node.register_prehook(n, _user_hook(fn))}
 HANDLE_METHODS = {"remove": RemovableHandle.remove}
 RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
 DTYPE_ATTRS = {"is_floating_point": operator.attrgetter("is_floating_point")}
@@ -116,6 +152,8 @@ BUILTINS = {
     "len": len,
     "float": float,
     "int": int,
+    "saved_tensors_hooks": lambda pack_hook, unpack_hook: saved_tensors_hooks(_user_hook(pack_hook),
+                                                                              _user_hook(unpack_hook)),
 }
 # (``print`` is the evaluator's own: it writes to the run's output.)
 _LANGUAGE_BUILTINS = dict(BUILTINS)
@@ -137,6 +175,7 @@ def registered_builtins() -> dict:
         TENSOR_METHODS.update({name: info.fn for name, info in functions.items() if info.method is True})
         TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
         TENSOR_METHODS["register_hook"] = register_hook
+        TENSOR_METHODS["register_post_accumulate_grad_hook"] = register_post_accumulate_grad_hook
         _READ_FROM[0] = key
     return BUILTINS
 

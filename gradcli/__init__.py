@@ -30,6 +30,8 @@ from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
 from .autograd.tensor import Tensor  # noqa: F401  (the class; the legacy constructor is ops.legacy_tensor)
 from .ops.legacy import cuda  # noqa: F401
+from .ops import autograd_functional as _functional
+autograd.functional = _functional  # gradcli.autograd.functional.jacobian, as torch.autograd.functional
 
 float = float32  # noqa: A001
 double = float64

@@ -26,6 +26,7 @@ from .errors import (  # noqa: F401
     LimitError, ShapeError, UsageError,
 )
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd.inference import inference_mode, is_inference_mode_enabled  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
 from .autograd.tensor import Tensor  # noqa: F401  (the class; the legacy constructor is ops.legacy_tensor)
@@ -36,3 +37,5 @@ autograd.functional = _functional  # gradcli.autograd.functional.jacobian, as to
 float = float32  # noqa: A001
 double = float64
 long = int64
+half = float16
+int = int32  # noqa: A001  (torch.int is int32)

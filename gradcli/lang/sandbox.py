@@ -17,6 +17,7 @@ import operator
 
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
+from ..autograd.inference import inference_mode, is_inference_mode_enabled
 from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
@@ -149,6 +150,8 @@ BUILTINS = {
     "enable_grad": enable_grad,
     "set_grad_enabled": _set_grad_enabled,
     "is_grad_enabled": lambda: _GRAD.enabled,
+    "inference_mode": inference_mode,
+    "is_inference_mode_enabled": is_inference_mode_enabled,
     "len": len,
     "float": float,
     "int": int,
@@ -185,6 +188,7 @@ EXPLICIT_BACKWARD = (BUILTINS["backward"], BUILTINS["grad"])
 
 CONSTANTS = {name: d for name, d in DTYPES.items()}
 CONSTANTS.update({"float": DTYPES["float32"], "double": DTYPES["float64"], "long": DTYPES["int64"],
+                  "half": DTYPES["float16"],
                   "inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e})
 # 'float' as a dtype constant would shadow the function; keep it a function, as in Python.
 del CONSTANTS["float"]

@@ -137,6 +137,9 @@ def test_legacy_program_in_the_cli(capsys):
     assert code == 0, doc
     grads = {v["name"]: v["grad"] for v in doc["variables"]}
     assert grads["x"] == [3.0, 4.0] and grads["w"] == [1.0, 2.0]
+    code = cli_main(["eval", "v = Variable(ones(2), volatile=True)\nprint(v.volatile)", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["printed"] == ["False"]
     code = cli_main(["eval", "x = Variable([1, 2])", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and doc["error"]["message"] == "Variable data has to be a tensor, but got list"

@@ -30,7 +30,7 @@ from .values import UserFunction, type_name
 # ------------------------------------------------------------------------------ members
 
 _TENSOR_ATTRS = ("data", "grad", "grad_fn", "requires_grad", "is_leaf", "shape", "dtype", "device", "ndim",
-                 "T", "mT", "retains_grad", "is_cuda")
+                 "T", "mT", "retains_grad", "is_cuda", "volatile")
 _TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
                    "requires_grad_", "detach", "detach_",
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",

@@ -19,12 +19,12 @@ torch = pytest.importorskip("torch")
 
 SIZES = (1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 100, 1000, 4097, 100_000)
 SEEDS = (0, 1, 42, 2**40 + 7)
-DTYPES = (("float32", torch.float32), ("float64", torch.float64))
+DTYPES = (("float32", torch.float32), ("float64", torch.float64), ("float16", torch.float16))
 
 
 def same(ours, theirs):
     a = np.asarray(ours.tolist())
-    b = theirs.numpy()
+    b = theirs.float().numpy() if theirs.dtype == torch.float16 else theirs.numpy()
     return a.shape == b.shape and np.array_equal(a, b)
 
 

@@ -83,7 +83,12 @@ class Generator:
 
     # -- distributions ---------------------------------------------------------
     def uniform(self, n: int, dtype: str, low: float = 0.0, high: float = 1.0) -> _np.ndarray:
-        """``uniform_(low, high)`` on n elements of ``dtype`` (float32 or float64)."""
+        """``uniform_(low, high)`` on n elements of ``dtype``: float64 from 53 bits, float32 from
+        24; float16 is float32's value rounded (its opmath type is float), 1.0 clamped to ``low``."""
+        if dtype == "float16":
+            out = self.uniform(n, "float32", low, high).astype(_np.float16)
+            top = _np.float16(high)
+            return _np.where(out == top, _np.float16(low), out) if (out == top).any() else out
         if dtype == "float64":
             x = (self.random64(n) & _np.uint64((1 << 53) - 1)).astype(_np.float64) * 2.0 ** -53
             out = x * (high - low) + low
@@ -97,6 +102,8 @@ class Generator:
         """``normal_(mean, std)`` on n contiguous elements of ``dtype``."""
         if LIBM_KERNEL[0] is None:
             LIBM_KERNEL[0] = _uses_libm_kernel()
+        if n >= 16 and dtype == "float16":
+            return self._normal_fill_half(n, mean, std)
         if n >= 16:
             return self._normal_fill(n, dtype, mean, std)
         out = _np.empty(n, dtype=_np.float64)
@@ -124,6 +131,18 @@ class Generator:
         if n % 16:  # the last 16 are drawn again and replace what stood there
             tail = _box_muller16(self.uniform(16, dtype).reshape(1, 16), dtype, mean, std)
             out = _np.concatenate([out[: n - 16], tail.reshape(-1)])
+        return out
+
+    def _normal_fill_half(self, n: int, mean: float, std: float) -> _np.ndarray:
+        """float16's ``normal_fill``: float32 Box-Muller block by block (16 uniforms each), then the
+        last 16 drawn again when n is not a multiple of 16; rounded to float16."""
+        blocks = n // 16
+        out = _box_muller16(self.uniform(blocks * 16, "float32").reshape(blocks, 16), "float32", mean, std)
+        out = out.reshape(-1).astype(_np.float16)
+        if n % 16:
+            tail = _box_muller16(self.uniform(16, "float32").reshape(1, 16), "float32", mean, std)
+            out = _np.concatenate([out, _np.zeros(n % 16, _np.float16)])
+            out[n - 16:] = tail.reshape(-1).astype(_np.float16)
         return out
 
     def randint(self, n: int, low: int, high: int) -> _np.ndarray:

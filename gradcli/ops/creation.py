@@ -48,11 +48,10 @@ def _rng():
 
 
 def _draw(shape, name: str, draw):
-    """``draw(generator, n, dtype)`` for a shape: float32 and float64 as torch draws them, other
-    floating dtypes from float32 draws."""
-    base = name if name in ("float32", "float64") else "float32"
+    """``draw(generator, n, dtype)`` for a shape, in the dtype (float16, float32 and float64 as
+    torch draws them)."""
     n = int(_np.prod(shape, dtype=_np.int64))
-    return draw(_rng(), n, base).reshape(shape).astype(name, copy=False)
+    return draw(_rng(), n, name).reshape(shape).astype(name, copy=False)
 
 
 def _size(size) -> tuple:

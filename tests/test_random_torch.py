@@ -145,3 +145,30 @@ def test_bad_arguments_are_torchs_errors():
         gc.manual_seed(1.5)
     with pytest.raises(gc.ShapeError):
         gc.normal(0.0, -1.0, (2,))
+
+
+def test_a_generator_of_ones_own():
+    from gradcli.ops import FUNCTIONS
+    g, tg = FUNCTIONS["Generator"].fn(), torch.Generator()
+    assert g.initial_seed() == tg.initial_seed()
+    assert same(gc.rand(5, generator=g), torch.rand(5, generator=tg))
+    assert g.manual_seed(5) is g
+    tg.manual_seed(5)
+    gc.manual_seed(0)  # the default generator is another one
+    assert same(gc.randn(20, generator=g), torch.randn(20, generator=tg))
+    assert same(gc.randint(0, 5, (3,), generator=g), torch.randint(0, 5, (3,), generator=tg))
+    assert same(gc.randperm(6, generator=g), torch.randperm(6, generator=tg))
+    assert same(gc.normal(0.0, 2.0, (3,), generator=g), torch.normal(0.0, 2.0, (3,), generator=tg))
+    torch.manual_seed(0)
+    assert same(gc.rand(3), torch.rand(3))
+    with pytest.raises(gc.GradTypeError):
+        gc.rand(2, generator=3)
+
+
+def test_generator_in_a_program(capsys):
+    code = cli_main(["eval", "g = Generator()\ng.manual_seed(5)\nx = rand(2, generator=g)", "--json", "--no-backward"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    tg = torch.Generator()
+    tg.manual_seed(5)
+    assert {v["name"]: v["data"] for v in doc["variables"]}["x"] == torch.rand(2, generator=tg).tolist()

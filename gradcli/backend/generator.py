@@ -63,6 +63,9 @@ class Generator:
     def initial_seed(self) -> int:
         return self._initial_seed
 
+    def __repr__(self) -> str:
+        return "<torch._C.Generator object>"
+
     def seed(self) -> int:
         """Seed from the operating system's entropy, as ``torch.seed()``; returns the seed."""
         s = fresh_seed()

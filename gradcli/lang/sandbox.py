@@ -22,6 +22,7 @@ from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
+from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
@@ -91,11 +92,14 @@ HANDLE_METHODS = {"remove": RemovableHandle.remove}
 RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
 DTYPE_ATTRS = {"is_floating_point": operator.attrgetter("is_floating_point")}
 SIZE_METHODS = {"numel": Size.numel}
+GENERATOR_METHODS = {"manual_seed": Generator.manual_seed, "initial_seed": Generator.initial_seed,
+                     "seed": Generator.seed}
 
 # type -> (attributes, methods) the language allows on its values (either may be None)
 _MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
                   (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
-                  (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS))
+                  (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS),
+                  (Generator, None, GENERATOR_METHODS))
 
 
 def _member_tables(obj):

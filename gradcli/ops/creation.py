@@ -47,11 +47,19 @@ def _rng():
     return _RNG[0]
 
 
-def _draw(shape, name: str, draw):
+def _draw(shape, name: str, draw, generator=None):
     """``draw(generator, n, dtype)`` for a shape, in the dtype (float16, float32 and float64 as
-    torch draws them)."""
+    torch draws them), from ``generator`` (a ``Generator``) or the default one."""
     n = int(_np.prod(shape, dtype=_np.int64))
-    return draw(_rng(), n, name).reshape(shape).astype(name, copy=False)
+    return draw(_gen(generator), n, name).reshape(shape).astype(name, copy=False)
+
+
+def _gen(generator):
+    if generator is None:
+        return _rng()
+    if not isinstance(generator, _generator.Generator):
+        raise GradTypeError(f"generator must be a Generator, not {type(generator).__name__}")
+    return generator
 
 
 def _size(size) -> tuple:
@@ -115,19 +123,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform random values in [0, 1), torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_draw(shape, name, lambda g, n, d: g.uniform(n, d)), name, device, requires_grad)
+    return _finish(_draw(shape, name, lambda g, n, d: g.uniform(n, d), generator), name, device, requires_grad)
 
 
 @op(method=False, category="creation")
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal random values, torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_draw(shape, name, lambda g, n, d: g.normal(n, d)), name, device, requires_grad)
+    return _finish(_draw(shape, name, lambda g, n, d: g.normal(n, d), generator), name, device, requires_grad)
 
 
 @op(method=False, category="creation")

@@ -15,7 +15,8 @@ from ..autograd.tensor import Tensor
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from . import creation as _creation
-from .creation import _draw, _float, _rng, _size
+from ..backend.generator import Generator as _Generator
+from .creation import _draw, _float, _gen, _size
 from .registry import op
 
 
@@ -37,6 +38,17 @@ def seed():
     return _creation.seed()
 
 
+_DEFAULT_GENERATOR_SEED = 67280421310721  # what torch.Generator() starts from
+
+
+@op(method=False, differentiable=False, category="creation", name="Generator")
+def generator(device="cpu"):
+    """A random generator of one's own (torch.Generator): g.manual_seed(n), then rand(..., generator=g)."""
+    if str(device) != "cpu":
+        raise GradTypeError("gradcli's Generator draws torch's CPU numbers: device='cpu' only")
+    return _Generator(_DEFAULT_GENERATOR_SEED)
+
+
 def _int(value, what):
     if isinstance(value, bool) or not isinstance(value, int):
         raise GradTypeError(f"randint(): argument '{what}' must be int, not {type(value).__name__}")
@@ -44,7 +56,7 @@ def _int(value, what):
 
 
 @op(method=False, differentiable=False, category="creation")
-def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=False):
+def randint(low, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Random integers in [low, high) (low defaults to 0): randint(10, (3,)) or randint(2, 9, (3,))."""
     if size is None:
         low, high, size = 0, low, high
@@ -56,12 +68,12 @@ def randint(low, high=None, size=None, dtype=None, device=None, requires_grad=Fa
         raise ShapeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     name = "int64" if dtype is None else _dt.by_name(dtype).name
     n = int(_np.prod(shape, dtype=_np.int64))
-    values = _rng().randint(n, low, high).reshape(shape).astype(name)
+    values = _gen(generator).randint(n, low, high).reshape(shape).astype(name)
     return _finish(values, name, device, requires_grad)
 
 
 @op(method=False, differentiable=False, category="creation")
-def randperm(n, dtype=None, device=None, requires_grad=False):
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise GradTypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
@@ -69,7 +81,7 @@ def randperm(n, dtype=None, device=None, requires_grad=False):
         raise ShapeError(f"n must be non-negative, got{n}")
     _size((n,))
     name = "int64" if dtype is None else _dt.by_name(dtype).name
-    return _finish(_rng().randperm(n).astype(name), name, device, requires_grad)
+    return _finish(_gen(generator).randperm(n).astype(name), name, device, requires_grad)
 
 
 def _host(t):
@@ -77,7 +89,7 @@ def _host(t):
 
 
 @op(method=False, differentiable=False, category="creation")
-def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad=False):
+def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal random values: normal(mean, std, size) with numbers, or normal(mean, std) with tensors
     (the result has their broadcast shape)."""
     tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
@@ -88,7 +100,7 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad=
             raise ShapeError(f"normal expects std >= 0.0, but found std {std}")
         shape = _size(tuple(size) if isinstance(size, (list, tuple)) else (size,))
         name = _float(dtype)
-        values = _draw(shape, name, lambda g, n, d: g.normal(n, d, float(mean), float(std)))
+        values = _draw(shape, name, lambda g, n, d: g.normal(n, d, float(mean), float(std)), generator)
         return _finish(values, name, device, requires_grad)
     name = _dt.DTYPES[tensors[0].dtype.name].name
     m = _host(mean) if isinstance(mean, Tensor) else mean
@@ -98,8 +110,8 @@ def normal(mean=0.0, std=1.0, size=None, dtype=None, device=None, requires_grad=
     shape = _np.broadcast_shapes(_np.shape(m), _np.shape(s))
     _size(shape)
     if isinstance(std, Tensor):  # torch: normal_(0, 1), then * std + mean
-        values = _draw(shape, name, lambda g, n, d: g.normal(n, d)) * s + m
+        values = _draw(shape, name, lambda g, n, d: g.normal(n, d), generator) * s + m
     else:                        # torch: normal_(0, std), then + mean
-        values = _draw(shape, name, lambda g, n, d: g.normal(n, d, 0.0, float(s))) + m
+        values = _draw(shape, name, lambda g, n, d: g.normal(n, d, 0.0, float(s)), generator) + m
     device = str(tensors[0].device) if device is None else device
     return _finish(_np.asarray(values, dtype=name), name, device, requires_grad)

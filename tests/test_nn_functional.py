@@ -155,3 +155,17 @@ def test_ops_lists_them_and_a_program_uses_them(capsys):
     got = {v["name"]: v for v in doc["variables"]}
     assert np.allclose(got["x"]["grad"], x.grad.numpy(), rtol=1e-6)
     assert got["loss"]["grad_fn"] == "NllLossBackward0"
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4), (2, 2, 2, 2)])
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_without_dim_is_torchs_implicit_choice(name, shape):
+    data = rng.standard_normal(shape)
+    with warnings.catch_warnings(record=True) as ours:
+        warnings.simplefilter("always")
+        got = FUNCTIONS[name].fn(gc.tensor(data.tolist()))
+    with warnings.catch_warnings(record=True) as theirs:
+        warnings.simplefilter("always")
+        want = getattr(TF, name)(torch.tensor(data, dtype=torch.float32))
+    assert np.allclose(np.asarray(got.tolist()), want.numpy(), rtol=1e-6, atol=1e-7)
+    assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]

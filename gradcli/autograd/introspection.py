@@ -265,7 +265,17 @@ def _sizes_field(index):
 
 
 def _attr_field(index):
-    return lambda node: node._attrs[index]
+    def get(node):
+        value = node._attrs[index]
+        if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Tensor):
+            return Tensor._make(value, node._result_backend())  # an array the op kept (a loss's target)
+        return value
+    return get
+
+
+def _plain_attrs(cls):
+    """The attributes shown as fields: not gradcli's internal objects (a device move's backend)."""
+    return [(i, name) for i, name in enumerate(cls.attr_names) if name not in _HIDDEN and name != "source"]
 
 
 def _strides(shape):
@@ -343,9 +353,8 @@ def saved_fields(cls) -> dict:
             table[f"{name}_sym_sizes"] = _sizes_field(i)
     if cls.save_result or "result" in uses:
         table["result"] = _result_field
-    for i, name in enumerate(cls.attr_names):
-        if name not in _HIDDEN:
-            table[name] = _attr_field(i)
+    for i, name in _plain_attrs(cls):
+        table[name] = _attr_field(i)
     table.update(_FIELDS.get(cls.__name__, {}))
     setattr(cls, "_fields_cache", table)
     return table

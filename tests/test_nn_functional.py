@@ -169,3 +169,18 @@ def test_softmax_without_dim_is_torchs_implicit_choice(name, shape):
         want = getattr(TF, name)(torch.tensor(data, dtype=torch.float32))
     assert np.allclose(np.asarray(got.tolist()), want.numpy(), rtol=1e-6, atol=1e-7)
     assert [str(w.message) for w in ours] == [str(w.message) for w in theirs]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_with_logits_pos_weight_and_weight(reduction):
+    pw, w = rng.uniform(0.5, 3, 5), rng.uniform(0.5, 2, 5)
+    gi, ti = pair(X, "float64", True)
+    gt, tt = pair(Q, "float64", True)
+    ours = F["binary_cross_entropy_with_logits"](gi, gt, weight=gc.tensor(w.tolist(), dtype="float64"),
+                                                 pos_weight=gc.tensor(pw.tolist(), dtype="float64"), reduction=reduction)
+    theirs = TF.binary_cross_entropy_with_logits(ti, tt, weight=torch.tensor(w), pos_weight=torch.tensor(pw),
+                                                 reduction=reduction)
+    assert close(ours, theirs, "float64")
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert close(gi.grad, ti.grad, "float64") and close(gt.grad, tt.grad, "float64")

@@ -142,41 +142,53 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                  (_weight_array(weight, input), _reduction(reduction)))
 
 
-def _bce_logits_forward(xp, x, t, weight, reduction):
-    # (1 - t) * x - log_sigmoid(x), log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
+def _bce_logits_forward(xp, x, t, weight, pos_weight, reduction):
+    # (1 - t) * x - log_sigmoid(x) [* (1 + (pos_weight - 1) * t)], log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
     log_sigmoid = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * ((pos_weight - 1) * t + 1)
     loss = (1 - t) * x - log_sigmoid
     if weight is not None:
         loss = loss * weight
     return _reduce(xp, loss, reduction)
 
 
-def bce_logits_grad(F, grad, x, t, weight, reduction, target_side=False):
-    """binary_cross_entropy_with_logits_backward: (sigmoid(x) - t) * grad (target: -x * grad),
-    * weight, / numel."""
-    out = -x * grad if target_side else (1 / (1 + F.exp(-x)) - t) * grad
+def _log_sigmoid(F, x):
+    return F.where(x < 0, x, 0.0) - F.log(1 + F.exp(-F.abs(x)))
+
+
+def bce_logits_grad(F, grad, x, t, weight, pos_weight, reduction, target_side=False):
+    """binary_cross_entropy_with_logits_backward: (sigmoid(x) - t) * grad, with pos_weight
+    ((pos_weight * t + 1 - t) * sigmoid(x) - pos_weight * t) * grad; target: -x * grad, with
+    pos_weight (log_sigmoid(-x) - pos_weight * log_sigmoid(x)) * grad; then * weight, / numel."""
+    if target_side:
+        out = -x * grad if pos_weight is None else \
+            (_log_sigmoid(F, -x) - _log_sigmoid(F, x) * F.constant(pos_weight)) * grad
+    elif pos_weight is None:
+        out = (1 / (1 + F.exp(-x)) - t) * grad
+    else:
+        pt = F.constant(pos_weight) * t
+        out = ((pt + 1 - t) * (1 / (1 + F.exp(-x))) - pt) * grad
     if weight is not None:
         out = out * F.constant(weight)
     return out / _numel(x) if reduction == 1 else out
 
 
 BinaryCrossEntropyWithLogitsBackward0 = define_node(
-    "BinaryCrossEntropyWithLogitsBackward0", inputs=("self", "target"), attrs=("weight", "reduction"),
+    "BinaryCrossEntropyWithLogitsBackward0", inputs=("self", "target"), attrs=("weight", "pos_weight", "reduction"),
     forward=_bce_logits_forward,
-    self="bce_logits_grad(F, grad, self, target, weight, reduction)",
-    target="bce_logits_grad(F, grad, self, target, weight, reduction, True)")
+    self="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction)",
+    target="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction, True)")
 
 
 @op(BinaryCrossEntropyWithLogitsBackward0, method=False, category="functional")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
-    """Binary cross-entropy on logits (sigmoid inside, computed stably)."""
-    if pos_weight is not None:
-        raise GradTypeError("binary_cross_entropy_with_logits: pos_weight is not supported by gradcli")
+    """Binary cross-entropy on logits (sigmoid inside, computed stably); pos_weight weighs the positives."""
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
     return apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
-                 (_weight_array(weight, input), _reduction(reduction)))
+                 (_weight_array(weight, input), _weight_array(pos_weight, input), _reduction(reduction)))
 
 
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy

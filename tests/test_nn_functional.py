@@ -130,6 +130,10 @@ def test_errors_as_torch_words_them():
         F["mse_loss"](x, x, reduction="avg")
     with pytest.raises(gc.ShapeError, match="^all elements of input should be between 0 and 1$"):
         F["binary_cross_entropy"](x, x.detach())
+    with pytest.raises(gc.GradTypeError, match="^expected target dtype to be Long or Byte, but got Float$"):
+        F["nll_loss"](x, gc.tensor([1., 2., 0., 1.]))
+    with pytest.raises(gc.ShapeError, match="^0D or 1D target tensor expected, multi-target not supported$"):
+        F["cross_entropy"](x, gc.rand(4, 3))
 
 
 def test_size_mismatch_warns_with_torchs_text():

@@ -142,9 +142,16 @@ def test_bad_arguments_are_torchs_errors():
     with pytest.raises(gc.ShapeError, match="random_ expects 'from' to be less than 'to', but got from=5 >= to=5"):
         gc.randint(5, 5, (2,))
     with pytest.raises(gc.GradTypeError):
-        gc.manual_seed(1.5)
-    with pytest.raises(gc.ShapeError):
+        gc.manual_seed("1")
+    gc.manual_seed(1.5)
+    torch.manual_seed(1.5)
+    assert same(gc.rand(2), torch.rand(2))
+    with pytest.raises(gc.ShapeError, match=r"^normal expects std >= 0.0, but found std -1$"):
         gc.normal(0.0, -1.0, (2,))
+    with pytest.raises(gc.ShapeError, match=r"^normal expects std >= 0.0, but found std -1$"):
+        gc.normal(gc.ones(2), -1.0)
+    with pytest.raises(gc.ShapeError, match=r"^Trying to create tensor with negative dimension -1: \[-1\]$"):
+        gc.randperm(-1)
 
 
 def test_a_generator_of_ones_own():

@@ -26,9 +26,9 @@ _RNG = [None]  # the Generator; made on first use (numpy.random costs ~10 ms of 
 
 def manual_seed(seed: int) -> None:
     """Seed the generator behind rand/randn/randint/normal/randperm, as torch.manual_seed."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
         raise GradTypeError(f"manual_seed expected an int, but got {type(seed).__name__}")
-    _RNG[0] = _generator.Generator(seed)
+    _RNG[0] = _generator.Generator(int(seed))  # torch: int(seed), so 1.5 seeds as 1
 
 
 def initial_seed() -> int:

@@ -238,10 +238,14 @@ formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_g
                 nll_grad=nll_grad)
 
 
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
+
+
 def _check_nll(input, target):
-    if not isinstance(target, Tensor) or target.dtype.name != "int64":
-        kind = type(target).__name__ if not isinstance(target, Tensor) else target.dtype.name
-        raise GradTypeError(f"expected scalar type Long but found {kind}")
+    if not isinstance(target, Tensor):
+        raise GradTypeError(f"nll_loss(): argument 'target' must be Tensor, not {type(target).__name__}")
+    if target.ndim > 1:
+        raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
     if input.ndim not in (1, 2):
         raise ShapeError(f"input tensor should be 1D or 2D (got {input.ndim}D): gradcli's nll_loss and "
                          f"cross_entropy take (N, C) or (C,) inputs")
@@ -250,6 +254,9 @@ def _check_nll(input, target):
                          f"({target.shape[0] if target.ndim else 0}).")
     if input.ndim == 1 and target.ndim != 0:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.dtype.name != "int64":
+        raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
+                            f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
 
 
 @op(NllLossBackward0, method=False, category="functional")
@@ -285,7 +292,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise GradTypeError("cross_entropy: label_smoothing is not supported by gradcli")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
-    if isinstance(target, Tensor) and target.dtype.is_floating_point:
+    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities
         return _soft_cross_entropy(logp, target, weight, _reduction(reduction), class_dim)
     return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
 

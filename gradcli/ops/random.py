@@ -77,9 +77,7 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1."""
     if isinstance(n, bool) or not isinstance(n, int):
         raise GradTypeError(f"randperm(): argument 'n' must be int, not {type(n).__name__}")
-    if n < 0:
-        raise ShapeError(f"n must be non-negative, got{n}")
-    _size((n,))
+    _size((n,))  # torch's message for a negative n
     name = "int64" if dtype is None else _dt.by_name(dtype).name
     return _finish(_gen(generator).randperm(n).astype(name), name, device, requires_grad)
 
@@ -97,7 +95,7 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
         if size is None:
             raise GradTypeError("normal() with number mean and std needs a size")
         if std < 0:
-            raise ShapeError(f"normal expects std >= 0.0, but found std {std}")
+            raise ShapeError(f"normal expects std >= 0.0, but found std {std:g}")
         shape = _size(tuple(size) if isinstance(size, (list, tuple)) else (size,))
         name = _float(dtype)
         values = _draw(shape, name, lambda g, n, d: g.normal(n, d, float(mean), float(std)), generator)
@@ -106,7 +104,8 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
     m = _host(mean) if isinstance(mean, Tensor) else mean
     s = _host(std) if isinstance(std, Tensor) else std
     if (_np.asarray(s) < 0).any():
-        raise ShapeError("normal expects all elements of std >= 0.0")
+        raise ShapeError("normal expects all elements of std >= 0.0" if isinstance(std, Tensor) else
+                         f"normal expects std >= 0.0, but found std {std:g}")
     shape = _np.broadcast_shapes(_np.shape(m), _np.shape(s))
     _size(shape)
     if isinstance(std, Tensor):  # torch: normal_(0, 1), then * std + mean

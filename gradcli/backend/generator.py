@@ -226,7 +226,21 @@ def _uses_libm_kernel() -> bool:
     import os
     import platform
     forced = os.environ.get("ATEN_CPU_CAPABILITY", "").lower()
-    return forced == "default" or platform.machine().lower() not in ("x86_64", "amd64")
+    if forced == "default" or platform.machine().lower() not in ("x86_64", "amd64"):
+        return True
+    return not _has_avx2()
+
+
+def _has_avx2() -> bool:
+    """Whether the CPU has AVX2 (torch's AVX2 and AVX-512 kernels need it); assumed where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " avx2" in line
+    except OSError:
+        pass
+    return True
 
 
 def fresh_seed() -> int:

@@ -188,3 +188,25 @@ def test_bce_with_logits_pos_weight_and_weight(reduction):
     (ours * ours).sum().backward()
     (theirs * theirs).sum().backward()
     assert close(gi.grad, ti.grad, "float64") and close(gt.grad, tt.grad, "float64")
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 5), (2, 5, 4), (2, 5, 2, 3), (2, 5, 2, 1, 3)])
+@pytest.mark.parametrize("name", ["cross_entropy", "nll_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_class_indices_of_any_dimension_with_weight_and_ignore_index(shape, name, reduction):
+    # (C,), (N, C) and torch's nll_loss_nd: (N, C, H, W) is NllLoss2DBackward0, other dims go
+    # through a view to (N, C, 1, -1) and back
+    data = rng.standard_normal(shape)
+    target = np.asarray(rng.integers(0, 5, (shape[0],) + shape[2:]) if len(shape) > 1 else rng.integers(0, 5, ()))
+    if target.ndim:
+        target.flat[0] = -100
+    w = rng.uniform(0.5, 2, 5)
+    gx = gc.tensor(data.tolist(), dtype="float64", requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    ours = F[name](gx, gc.tensor(target.tolist()), weight=gc.tensor(w.tolist(), dtype="float64"), reduction=reduction)
+    theirs = getattr(TF, name)(tx, torch.tensor(target), weight=torch.tensor(w), reduction=reduction)
+    assert close(ours, theirs, "float64") and ours.shape == tuple(theirs.shape)
+    assert chain(ours) == chain(theirs)
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert close(gx.grad, tx.grad, "float64")

@@ -194,48 +194,51 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
-    rows, cols = _picked(xp, target, ignore_index)
-    picked = x[cols] if x.ndim == 1 else x[rows, cols]
+    key, cols = _picked(xp, x.ndim, target, ignore_index)
+    picked = x[key]
     if weight is not None:
         picked = weight[cols] * picked
     if reduction == 0:
-        out = xp.zeros((target.size,), dtype=x.dtype)
-        out[rows] = -picked
-        return xp.reshape(out, target.shape)
+        if x.ndim == 1:
+            return xp.reshape(-xp.sum(picked), ())
+        out = xp.zeros(target.shape, dtype=x.dtype)
+        out[key[:1] + key[2:]] = -picked
+        return out
     total = -xp.sum(picked)
     return total / x.dtype.type(total_weight) if reduction == 1 else total
 
 
-def _picked(xp, target, ignore_index):
-    """The rows whose target is not ignored, and their targets."""
-    flat = xp.reshape(target, (-1,))
-    rows = xp.nonzero(flat != ignore_index)[0]
-    return rows, flat[rows]
+def _picked(xp, ndim, target, ignore_index):
+    """Where each target not ignored picks from the input: the index key (batch index, class,
+    then the positions of the other dims; just the class for a 1-d input), and the classes."""
+    if ndim == 1:
+        cols = xp.reshape(target, (-1,))[xp.reshape(target, (-1,)) != ignore_index]
+        return (cols,), cols
+    where = xp.nonzero(target != ignore_index)
+    cols = target[where]
+    return (where[0], cols) + tuple(where[1:]), cols
 
 
 def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
-    xp = F.backend.xp
-    rows, cols = _picked(xp, target, ignore_index)
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index)
+    count = int(cols.shape[0])
     if reduction == 0:
-        g = F.take(F.reshape(grad, (-1,)), (rows,))
+        g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))
         value = -g if weight is None else F.constant(-weight[cols]) * g
     else:
         g = -(grad / total_weight) if reduction == 1 else -grad
-        g = F.expand(F.reshape(g, (1,)), (int(rows.shape[0]),))
+        g = F.expand(F.reshape(g, (1,)), (count,))
         value = g if weight is None else F.constant(weight[cols]) * g
-    key = (cols,) if len(sizes) == 1 else (rows, cols)
     return F.embed(value, sizes, key, False)
 
 
-NllLossBackward0 = define_node(
-    "NllLossBackward0", attrs=("target", "weight", "total_weight", "ignore_index", "reduction"),
-    forward=_nll_forward,
-    self="nll_grad(F, grad, self_sizes, target, weight, total_weight, ignore_index, reduction)")
+_NLL = dict(attrs=("target", "weight", "total_weight", "ignore_index", "reduction"), forward=_nll_forward,
+            self="nll_grad(F, grad, self_sizes, target, weight, total_weight, ignore_index, reduction)")
+NllLossBackward0 = define_node("NllLossBackward0", **_NLL)
+NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name for (N, C, H, W) inputs
 
-formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,
-                nll_grad=nll_grad)
 
 
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
@@ -244,29 +247,36 @@ _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "in
 def _check_nll(input, target):
     if not isinstance(target, Tensor):
         raise GradTypeError(f"nll_loss(): argument 'target' must be Tensor, not {type(target).__name__}")
-    if target.ndim > 1:
+    if input.ndim < 1:
+        raise ShapeError("input tensor should be 1D or 2D")
+    if input.ndim <= 2 and target.ndim > 1:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim not in (1, 2):
-        raise ShapeError(f"input tensor should be 1D or 2D (got {input.ndim}D): gradcli's nll_loss and "
-                         f"cross_entropy take (N, C) or (C,) inputs")
     if input.ndim == 2 and (target.ndim != 1 or target.shape[0] != input.shape[0]):
         raise ShapeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 0}).")
     if input.ndim == 1 and target.ndim != 0:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
     if target.dtype.name != "int64":
         raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
 
 
-@op(NllLossBackward0, method=False, category="functional")
+@op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
-    """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities."""
+    """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
+    inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
     _check_nll(input, target)
     code = _reduction(reduction)
+    if input.ndim in (3,) or input.ndim > 4:  # torch's nll_loss_nd: as (N, C, 1, -1), the loss viewed back
+        n, c = input.shape[0], input.shape[1]
+        out = nll_loss(input.view(n, c, 1, -1), target.view(n, 1, -1), weight, ignore_index=ignore_index,
+                       reduction=reduction)
+        return out.view((n,) + tuple(input.shape[2:])) if code == 0 else out
     host_t = target._backend.to_host(target._data).reshape(-1)
     valid = host_t[host_t != ignore_index]
-    classes = input.shape[-1]
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
     bad = valid[(valid < 0) | (valid >= classes)]
     if bad.size:
         raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
@@ -276,14 +286,18 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                          f"weight tensor of shape: {list(w.shape)}")
     host_w = None if w is None else input._backend.to_host(w)
     total = float(valid.size) if host_w is None else float(host_w[valid].astype(host_w.dtype).sum())
-    return apply(NllLossBackward0, (input,), (target._data, w, total, ignore_index, code))
+    node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
+    return apply(node, (input,), (target._data, w, total, ignore_index, code))
 
+
+formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,
+                nll_grad=nll_grad)
 
 DivBackward1 = define_node("DivBackward1", attrs=("other",), self="grad / other",
                            forward=lambda xp, x, other: x / other)
 
 
-@op(LogSoftmaxBackward0, NllLossBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0, DivBackward1,
+@op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0, DivBackward1,
     method=False, category="functional")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):

@@ -14,7 +14,7 @@ from ._version import __version__  # noqa: F401
 from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
 from . import autograd  # noqa: F401
 from .ops.creation import (  # noqa: F401
-    allclose, arange, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
+    allclose, arange, eye, full, full_like, linspace, ones, ones_like, rand, rand_like, randn,
     randn_like, tensor, zeros, zeros_like,
 )
 from .backend.dtypes import (  # noqa: F401
@@ -26,10 +26,16 @@ from .errors import (  # noqa: F401
     LimitError, ShapeError, UsageError,
 )
 from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd.inference import inference_mode, is_inference_mode_enabled  # noqa: F401
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
-from .autograd.tensor import Tensor  # noqa: F401
+from .autograd.tensor import Tensor  # noqa: F401  (the class; the legacy constructor is ops.legacy_tensor)
+from .ops.legacy import cuda  # noqa: F401
+from .ops import autograd_functional as _functional
+autograd.functional = _functional  # gradcli.autograd.functional.jacobian, as torch.autograd.functional
 
 float = float32  # noqa: A001
 double = float64
 long = int64
+half = float16
+int = int32  # noqa: A001  (torch.int is int32)

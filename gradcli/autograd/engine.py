@@ -22,6 +22,8 @@ from heapq import heappop, heappush
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
 from ..errors import AutogradError, GradTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
+from .introspection import NODE_HOOKS as _NODE_HOOKS, POST_ACCUMULATE as _POST_ACCUMULATE
+from .introspection import run_post_accumulate, run_posthooks, run_prehooks
 from .node import AccumulateGrad
 from .tensor import Tensor
 
@@ -281,15 +283,24 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if node._retain is not None:
                     _retain(node._retain, g, create_graph)
             k = node._k
+            hooked = _HOOKED_ANY and node in _NODE_HOOKS  # grad_fn.register_hook/register_prehook
+            if hooked and k and g is not None:
+                g = run_prehooks(node, g, _array_backend(g), create_graph)
             if not k:
                 if node.__class__ is AccumulateGrad and g is not None:
                     leaf = node.variable
                     if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
                         g = _run_hooks(leaf._hooks, g, create_graph)
+                    if hooked:
+                        g = run_prehooks(node, g, _array_backend(g), create_graph)
                     if target_set is not None and node in target_set:
                         captured[node] = g
                     if accumulate:
                         _accumulate(leaf, g, create_graph)
+                        if _POST_ACCUMULATE:
+                            run_post_accumulate(leaf)
+                    if hooked:
+                        run_posthooks(node, (), g, _array_backend(g), create_graph)
             else:
                 if target_set is not None and g is not None and node in target_set:
                     captured[node] = g
@@ -299,6 +310,8 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                     if F is None or several:
                         F = math_for(create_graph, _backend_of(node, g, backend))
                     grads = node.apply(g, F, create_graph)
+                    if hooked:
+                        grads = run_posthooks(node, grads, g, _array_backend(g), create_graph)
                     g = None
                     if anomaly:
                         _check_nan(node, grads)
@@ -347,6 +360,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
 
 
 _ndarray = type(NUMPY.xp.empty(0))
+_HOOKED_ANY = _NODE_HOOKS.data  # the weak table's dict: an emptiness test in C, per node
 _getrefcount = _sys.getrefcount
 _OWNED = 3  # references to a gradient buffer only the walk holds: the dict, ``prev``, getrefcount's argument
 

@@ -50,14 +50,16 @@ def _check_nested(data) -> None:
         kinds = {isinstance(v, (list, tuple)) for v in seq}
         if len(kinds) > 1:
             raise ShapeError(f"expected sequence of length {len(seq)} at dim {depth + 1}")
+        nested = []
         for v in seq:
             if isinstance(v, (list, tuple)):
-                stack.append((v, depth + 1))
+                nested.append((v, depth + 1))
             elif isinstance(v, Tensor):
                 if v.numel() != 1:
                     raise GradTypeError("only one element tensors can be converted to Python scalars")
             elif not isinstance(v, (int, float, bool)):
                 raise GradTypeError(f"new(): invalid data type '{type(v).__name__}'")
+        stack.extend(reversed(nested))  # depth first, in order: the first ragged row is the one named
 
 
 def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import _sequence, new_node
+from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node
 from .tensor import Tensor, _ndarray_type
 
 _NO_EDGE = (None, 0)
@@ -107,6 +107,8 @@ def record2(cls, a, b, da, db, data, attrs=()):
         node._shapes = None
     node._shape = shape  # the output's shape, for `gradcli graph`
     node._seq = _seq()
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
     # Tensor._make, inlined (one call less per recorded op)
     if data.__class__ is not _ndarray:
         data = backend.fix(data)
@@ -151,6 +153,8 @@ def apply1(cls, a, da, attrs=()):
     node._shapes = (da.shape,) if cls.save_sizes else None
     node._shape = getattr(data, "shape", None)
     node._seq = _seq()
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
     return _make(data, backend, node)
 
 

@@ -36,6 +36,10 @@ _sequence = itertools.count()
 
 
 NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
+# autograd.graph.saved_tensors_hooks: the (pack, unpack) pairs in force, innermost last, and the
+# function (gradcli.autograd.introspection.pack_saved) that packs a new node's saved tensors
+SAVED_HOOKS: list = []
+PACK_SAVED = [None]
 
 
 class Node:
@@ -446,6 +450,8 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._shapes = shapes
     node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
     node._seq = next(_sequence)
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
     return node
 
 

@@ -289,7 +289,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         from .tensor_str import format_tensor
-        return format_tensor(
+        from .legacy import repr_prefix  # "Parameter containing:" for an nn.Parameter
+        return repr_prefix(self) + format_tensor(
             self._backend.to_host(self._data), dtype=self.dtype.name, precision=PRINT_OPTIONS.precision,
             requires_grad=self._requires_grad and self.grad_fn is None,
             grad_fn=None if self.grad_fn is None else self.grad_fn.name_for_repr(),

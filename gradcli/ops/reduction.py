@@ -431,8 +431,9 @@ def logsumexp(input, dim, keepdim=False):
 
 
 @op(SoftmaxBackward0, category="reduction")
-def softmax(input, dim, dtype=None):
+def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
+    dim = _implicit_dim("softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(SoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
@@ -440,12 +441,24 @@ def softmax(input, dim, dtype=None):
 
 
 @op(LogSoftmaxBackward0, category="reduction")
-def log_softmax(input, dim, dtype=None):
+def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
+    dim = _implicit_dim("log_softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(LogSoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
     return apply(LogSoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
+
+
+def _implicit_dim(name, input, dim):
+    """F.softmax(x) without dim: torch's deprecated implicit choice (0 for 0-, 1- and 3-d inputs,
+    else 1), with its warning."""
+    if dim is not None:
+        return dim
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  f"as an argument.", UserWarning, stacklevel=3)
+    return 0 if getattr(input, "ndim", 0) in (0, 1, 3) else 1
 
 
 def _floating(t):

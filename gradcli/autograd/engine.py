@@ -102,6 +102,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """``torch.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``, as a tuple."""
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
+    if not inputs:
+        raise AutogradError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t._requires_grad:
             raise AutogradError(f"One of the differentiated Tensors does not require grad")

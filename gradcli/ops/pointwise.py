@@ -17,6 +17,7 @@ from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
+from ..autograd.views import rebase, writable
 
 _SCALARS = (int, float, bool)
 
@@ -465,9 +466,8 @@ def _inplace(name, outplace, operator):
                                       self.grad_fn)
             result = outplace(source, other, **kwargs)
             _check_inplace_shape(self, result)
-            self._data[...] = result._data
-            self.grad_fn = result.grad_fn
-            self._requires_grad = True
+            writable(self)[...] = result._data
+            rebase(self, result.grad_fn)
         else:
             with _no_grad():
                 result = outplace(self, other, **kwargs)
@@ -475,7 +475,7 @@ def _inplace(name, outplace, operator):
             if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
                 raise GradTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
                                     f"the desired output type {_scalar_type(self.dtype)}")
-            self._data[...] = result._data
+            writable(self)[...] = result._data
         self._bump()
         return self
     inplace.__name__ = inplace.__qualname__ = name
@@ -514,9 +514,9 @@ ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like
 def zero_(input):
     """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
     input._check_inplace()
-    input._data[...] = 0
+    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
+    writable(input)[...] = 0
     input._bump()
-    if input.grad_fn is not None and _GRAD.enabled:
-        # the node's input is the tensor as it was: an alias holding its old grad_fn (the edge torch keeps)
-        input.grad_fn = apply(ZeroBackward0, (Tensor._make(input._data, input._backend, input.grad_fn),)).grad_fn
+    if input._requires_grad and _GRAD.enabled:
+        rebase(input, apply(ZeroBackward0, (old,)).grad_fn)
     return input

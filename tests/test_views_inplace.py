@@ -375,3 +375,49 @@ def test_double_backward_through_copy_slices():
         g.sum().backward()
         see(r.grad)
     same_as_torch(case)
+
+
+# -- item assignment in the language ---------------------------------------------------------------
+
+PROGRAM = """r = ones(2, 2, requires_grad=True)
+x = r.clone()
+x[0] = 5
+x[1:] += r[0] * 2
+x[:, 1] *= 3
+x[tensor([False, True]), 0] = r[1, 1] * 4
+(x * x).sum().backward()
+print(x.grad_fn)
+print(x.grad_fn.next_functions)
+print(r.grad)
+"""
+
+
+def test_item_assignment_in_the_language_matches_torch(capsys):
+    import json
+    import re
+    from gradcli.cli import main
+    code = main(["eval", PROGRAM, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    printed = json.loads(out)["printed"]
+    lines = []
+    env = {"ones": torch.ones, "tensor": torch.tensor,
+           "print": lambda *a: lines.append(" ".join(str(x) for x in a))}
+    exec(PROGRAM, env)  # noqa: S102 - the same program under torch, as the oracle
+    assert printed == [re.sub(r" object at 0x[0-9a-f]+", "", line) for line in lines]
+    assert printed[0] == "<CopySlices>"
+
+
+@pytest.mark.parametrize("program, message, code", [
+    ("t = (1, 2); t[0] = 2", "'tuple' object does not support item assignment", 2),
+    ("x = ones(3); x[5] = 2", "index 5 is out of bounds for dimension 0 with size 3", 2),
+    ("w = ones(2, requires_grad=True); w[0] = 1",
+     "a view of a leaf Variable that requires grad is being used in an in-place operation.", 3),
+])
+def test_item_assignment_errors_in_the_language(capsys, program, message, code):
+    from gradcli.cli import main
+    import json
+    status = main(["eval", program, "--json"])
+    out, _ = capsys.readouterr()
+    assert status == code
+    assert json.loads(out)["error"]["message"] == message

@@ -56,9 +56,13 @@ class GradTypeError(GradcliError, TypeError):
     kind, exit_code = "type", 2
 
 
-class DtypeError(GradTypeError, RuntimeError):
-    """A wrong dtype where torch raises RuntimeError (``requires_grad`` on an integer tensor, a
-    ``.grad`` of another dtype); still a ``TypeError`` for code written against gradcli."""
+class RuntimeTypeError(GradTypeError, RuntimeError):
+    """A wrong type or dtype where torch raises RuntimeError (``requires_grad`` on an integer
+    tensor, a ``.grad`` of another dtype, ``item()`` of many elements); still a ``TypeError``."""
+
+
+class TypeIndexError(GradTypeError, IndexError):
+    """A wrong argument where torch raises IndexError: a dim out of range, a float tensor as an index."""
 
 
 class ShapeError(GradcliError, RuntimeError, ValueError):

@@ -16,7 +16,7 @@ import weakref
 
 from ..backend import dtypes as _dt
 from ..backend import NUMPY, Backend
-from ..errors import AutogradError, GradTypeError, ShapeError
+from ..errors import AutogradError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
@@ -100,7 +100,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if flag and not _dt.DTYPES[self._backend.dtype_name(self._data)].is_floating_point:
-            raise GradTypeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeTypeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
         return self
 
@@ -125,7 +125,7 @@ class Tensor:
         if value is not None and value.dtype.name != self.dtype.name:
             names = {"float32": ("float", "Float"), "float64": ("double", "Double"), "float16": ("c10::Half", "Half"),
                      "int64": ("long int", "Long"), "int32": ("int", "Int"), "bool": ("bool", "Bool")}
-            raise GradTypeError(
+            raise RuntimeTypeError(
                 f"attempting to assign a gradient with dtype '{names.get(value.dtype.name, ('?',))[0]}' to a tensor "
                 f"with grad_dtype '{names.get(self.dtype.name, ('', '?'))[1]}'. The gradient must match the tensor's "
                 f"grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
@@ -303,7 +303,7 @@ class Tensor:
 
     def item(self):
         if self.numel() != 1:
-            raise GradTypeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+            raise RuntimeTypeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._backend.to_host(self._data).reshape(()).item()
 
     def __float__(self) -> float:
@@ -314,7 +314,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeTypeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __index__(self) -> int:
@@ -340,9 +340,8 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    from ..errors import GradTypeError as _E
     dim = int(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise _E(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise TypeIndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradcliError, GradIndexError, GradTypeError, ShapeError, TypeIndexError
 from ..autograd.function import apply
 from .registry import op
 from ..limits import check_numel
@@ -89,6 +89,13 @@ def index_with_key(x, key):
 @op(SliceBackward0, category="shape")
 def narrow(input, dim, start, length):
     """``length`` elements of ``dim`` from ``start`` (a view: SliceBackward0)."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if not -size <= start <= size:
+        raise GradIndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start + length > size:
+        raise ShapeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, input.ndim)
     return view_of(SliceBackward0, input, (key,))
 
@@ -129,7 +136,7 @@ def _decompose(x: Tensor, key, skip_full: bool = False):
             isinstance(items[0], int) and not isinstance(items[0], bool))):
         _select(x, 0, 0) if isinstance(items[0], int) else _slice(x, 0, items[0])  # torch's 0-dim messages
     if used > x.ndim:
-        raise ShapeError(f"too many indices for tensor of dimension {x.ndim}")
+        raise GradIndexError(f"too many indices for tensor of dimension {x.ndim}")
     at = next((i for i, item in enumerate(items) if item is Ellipsis), None)
     if at is not None:
         items[at:at + 1] = [slice(None)] * (x.ndim - used)
@@ -151,6 +158,7 @@ def _decompose(x: Tensor, key, skip_full: bool = False):
             d += 1
         elif _is_advanced(item):
             advanced.append((d, _index_array(out, item)))
+            _check_mask(out.shape, d, advanced[-1][1])
             d += _consumed(item)
         elif isinstance(item, (int, Tensor)) and not isinstance(item, bool):
             out = _select(out, d, int(item), position)  # torch names the index's position in the key
@@ -168,6 +176,16 @@ def _decompose(x: Tensor, key, skip_full: bool = False):
         span = arr.ndim if _is_mask(arr) else 1
         full[dim:dim + span] = [arr]
     return out, tuple(full), recorded
+
+
+def _check_mask(shape, dim, arr) -> None:
+    """torch's IndexError for a bool mask whose shape does not match the dims it indexes."""
+    if not _is_mask(arr):
+        return
+    for i, n in enumerate(arr.shape):
+        if dim + i >= len(shape) or shape[dim + i] != n:
+            raise GradIndexError(f"The shape of the mask {list(arr.shape)} at index {i} does not match the shape "
+                                 f"of the indexed tensor {list(shape)} at index {dim + i}")
 
 
 def _covers(item: slice, size) -> bool:
@@ -201,11 +219,11 @@ def _check_index_size(shape, advanced) -> None:
 
 def _select(x, dim, index, position=None):
     if x.ndim == 0:
-        raise ShapeError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+        raise GradIndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     size = x.shape[dim]
     if not -size <= index < size:
-        raise ShapeError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
+        raise GradIndexError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
                          f"with size {size}")
     # a trailing ... keeps NumPy's result a view even when it is 0-d
     return view_of(SelectBackward0, x, ((slice(None),) * dim + (index % size, Ellipsis),))
@@ -213,7 +231,7 @@ def _select(x, dim, index, position=None):
 
 def _slice(x, dim, item):
     if x.ndim == 0:
-        raise ShapeError("slice() cannot be applied to a 0-dim tensor.")
+        raise GradIndexError("slice() cannot be applied to a 0-dim tensor.")
     if item.step is not None and item.step <= 0:
         raise ShapeError("step must be greater than zero")
     for part in (item.start, item.stop, item.step):
@@ -229,13 +247,13 @@ def _index_array(x, item):
         if item.dtype.name == "bool":
             return arr
         if item.dtype.category != 1:
-            raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+            raise TypeIndexError("tensors used as indices must be long, int, byte or bool tensors")
         return arr
     flat = _flatten_list(item)
     if any(isinstance(v, bool) for v in flat) and all(isinstance(v, bool) for v in flat):
         return xp.asarray(item, dtype=x._backend.dtype("bool"))
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
-        raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+        raise TypeIndexError("tensors used as indices must be long, int, byte or bool tensors")
     return xp.asarray(item, dtype=x._backend.dtype("int64"))
 
 
@@ -254,7 +272,9 @@ def _checked_getitem(self, key):
     try:
         return getitem(self, key)
     except IndexError as exc:  # numpy's words for an integer-list index out of range, in torch's
-        raise ShapeError(re.sub(r"for axis \d+", "for dimension 0", str(exc))) from None
+        if isinstance(exc, GradcliError):
+            raise
+        raise GradIndexError(re.sub(r"for axis \d+", "for dimension 0", str(exc))) from None
 
 
 Tensor.__getitem__ = _checked_getitem
@@ -263,7 +283,12 @@ Tensor.__getitem__ = _checked_getitem
 @op(SelectBackward0, category="shape")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed)."""
-    return _select(input, _wrap_dim(dim, input.ndim), int(index))
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if not -size <= int(index) < size:
+        raise GradIndexError(f"select(): index {int(index)} out of range for tensor of size {list(input.shape)} "
+                             f"at dimension {d}")
+    return _select(input, d, int(index))
 
 
 
@@ -300,16 +325,8 @@ def _copy_to(dst: Tensor, src: Tensor) -> None:
     else:
         src = src.view(_strip_leading_ones(src.shape))
         if tuple(src.shape) != tuple(dst.shape):
-            _broadcasts_to(src, dst)
-            src = src.expand(*dst.shape)
+            src = src.expand(*dst.shape)  # torch's expand messages when it does not fit
         copy_(dst, src)
-
-
-def _broadcasts_to(src, dst) -> None:
-    a, b = tuple(src.shape), tuple(dst.shape)
-    if len(a) > len(b) or any(x not in (1, y) for x, y in zip(reversed(a), reversed(b))):
-        raise ShapeError(f"shape mismatch: value tensor of shape {list(a)} cannot be broadcast to indexing "
-                         f"result of shape {list(b)}")
 
 
 def _strip_leading_ones(shape):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 
 from ..backend import dtypes as _dt
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply2
 from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
@@ -301,6 +301,9 @@ def clamp(input, min=None, max=None):
     """Limit values to [min, max]; either bound may be None, a number or a tensor."""
     if min is None and max is None:
         raise GradTypeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound, name in ((min, "min"), (max, "max")):
+        if bound is not None and bound.__class__ is not Tensor and not isinstance(bound, (int, float)):
+            raise GradTypeError(f"clamp(): argument '{name}' must be Number or Tensor, not {type(bound).__name__}")
     if min.__class__ is Tensor or max.__class__ is Tensor:
         lo = None if min is None else as_tensor_arg(min, input)
         hi = None if max is None else as_tensor_arg(max, input)
@@ -473,7 +476,7 @@ def _inplace(name, outplace, operator):
                 result = outplace(self, other, **kwargs)
             _check_inplace_shape(self, result)
             if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
-                raise GradTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
+                raise RuntimeTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
                                     f"the desired output type {_scalar_type(self.dtype)}")
             writable(self)[...] = result._data
         self._bump()

@@ -25,6 +25,7 @@ from .errors import (  # noqa: F401
     AutogradError, CheckFailed, DeviceError, GradcliError, GradNameError, GradSyntaxError, GradTypeError,
     LimitError, ShapeError, UsageError,
 )
+from .autograd.engine import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
 from .autograd.grad_mode import (  # noqa: F401
     enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
 )

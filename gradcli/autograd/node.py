@@ -33,6 +33,7 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "calling backward.")
 
 _sequence = itertools.count()
+_next_seq = _sequence.__next__  # the engine's anomaly mode swaps in one that records the stack
 
 
 NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
@@ -468,7 +469,7 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._retain = None
     node._shapes = shapes
     node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
-    node._seq = next(_sequence)
+    node._seq = _next_seq()
     return node
 
 

@@ -110,6 +110,9 @@ class Tensor:
 
     @property
     def grad(self):
+        if self._grad is None and self.grad_fn is not None and not self._retains_grad:
+            from .warn import NON_LEAF_GRAD, warn
+            warn(NON_LEAF_GRAD)
         return self._grad
 
     @grad.setter
@@ -132,6 +135,10 @@ class Tensor:
                 f"specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
                 f"tensor and its gradient may break downstream systems that assume they match.")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     @property
     def retains_grad(self) -> bool:

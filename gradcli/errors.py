@@ -65,6 +65,10 @@ class TypeIndexError(GradTypeError, IndexError):
     """A wrong argument where torch raises IndexError: a dim out of range, a float tensor as an index."""
 
 
+class ArgumentValueError(GradTypeError, ValueError):
+    """A wrong argument where torch raises ValueError (``materialize_grads`` with ``allow_unused=False``)."""
+
+
 class ShapeError(GradcliError, RuntimeError, ValueError):
     """Shapes that do not fit: torch raises RuntimeError (broadcasting, matmul, view); gradcli's
     earlier ``ValueError`` stays a base for code written against it."""

@@ -20,7 +20,7 @@ import sys as _sys
 from heapq import heappop, heappush
 
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
-from ..errors import AutogradError, GradTypeError, RuntimeTypeError, ShapeError
+from ..errors import ArgumentValueError, AutogradError, GradTypeError, RuntimeTypeError, ShapeError
 from .grad_mode import STATE as _GRAD
 from .node import AccumulateGrad
 from .tensor import Tensor
@@ -169,12 +169,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         from .warn import CREATE_GRAPH_CYCLE, warn
         warn(CREATE_GRAPH_CYCLE)
-    _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
+    captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
+    for t in inputs or ():
+        if t.grad_fn is not None:  # a non-leaf input: its gradient goes into its .grad, as torch's
+            g = captured.get(t.grad_fn)
+            if g is not None:
+                _accumulate(t, g, bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """``torch.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``, as a tuple."""
+    if materialize_grads and allow_unused is False:
+        raise ArgumentValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                                 "but got: allow_unused=False.")
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
     if not inputs:
@@ -192,7 +200,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured.get(node)
         if g is None:
             if materialize_grads:
-                result.append(Tensor._make(t._backend.xp.zeros_like(t._data), t._backend))
+                zeros = Tensor._make(t._backend.xp.zeros_like(t._data), t._backend)
+                result.append(zeros.requires_grad_() if create_graph else zeros)  # torch's zeros_like(..., requires_grad=create_graph)
                 continue
             if not allow_unused:
                 raise AutogradError(_UNUSED.format(index))

@@ -326,6 +326,12 @@ def clamp(input, min=None, max=None):
     return apply(ClampBackward1, (input,), (min, max))
 
 
+@op(ClampBackward1, ClampBackward0)
+def clip(input, min=None, max=None):
+    """Alias of clamp (records ClampBackward1, or ClampBackward0 with tensor bounds)."""
+    return clamp(input, min, max)
+
+
 MaximumBackward0 = define_node(
     "MaximumBackward0", forward=lambda xp, a, b: xp.maximum(a, b), inputs=("self", "other"), broadcasts=True,
     # torch's masked_fill(self < other, 0): where a NaN is compared, both inputs get the gradient

@@ -11,7 +11,7 @@ import numpy as _np
 
 from ..backend import dtypes as _dt
 from ..backend import get_backend
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 from ..limits import check_numel
 from .tensor import Tensor
 
@@ -71,6 +71,6 @@ def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tenso
     if requires_grad:
         if not _dt.DTYPES[backend.dtype_name(data)].is_floating_point:
             # a constructor's wording, not requires_grad_()'s ("only Tensors of floating point dtype ...")
-            raise GradTypeError("Only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeTypeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t

@@ -79,7 +79,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     save0, save1, save_result = cls._mask_plans[mask]
     if save0:
         node._s0 = a
-        vc = a._version
+        vc = a._vc
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -87,7 +87,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
         node._live = True if save_result else None
     if save1:
         node._s1 = b
-        vc = b._version
+        vc = b._vc
         node._v1 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -118,10 +118,11 @@ def record2(cls, a, b, da, db, data, attrs=()):
     t._requires_grad = True
     t.grad_fn = node
     t._grad = None
-    t._version = None
+    t._vc = None
     t._acc = None
     t._hooks = None
     t._retains_grad = False
+    t._view = None
     return t
 
 
@@ -139,7 +140,7 @@ def apply1(cls, a, da, attrs=()):
     save0, save_result = cls._mask_plans[1]
     if save0:
         node._s0 = a
-        vc = a._version
+        vc = a._vc
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:

@@ -204,7 +204,7 @@ def _restore_packed(node: Node, entry) -> None:
 
 
 def _version(t: Tensor) -> int:
-    return 0 if t._version is None else t._version[0]
+    return t._version
 
 
 _node.PACK_SAVED[0] = pack_saved

@@ -243,6 +243,7 @@ def eval_command(**kwargs) -> int:
         from . import session
         live = None if opts.json else (lambda text: print(text, flush=False))
         src, program, interp, result = session.run(opts, on_print=live)
+        session.print_warnings(result, src)
         if opts.json:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
             render.print_failed_checks(result)

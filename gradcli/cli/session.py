@@ -289,7 +289,9 @@ def execute(interp, decls, program):
             err.message = f"in {d.flag} {d.text}: {err.message}"
             err.line = err.column = None
             raise
-    result = _with_numpy_quiet(lambda: interp.run(program))
+    caught = []
+    result = _with_numpy_quiet(lambda: interp.run(program), lambda w: caught.append((w, interp.last_stmt)))
+    result.warnings = _program_warnings(caught)
     if DEADLINE.expired:  # --timeout stopped the program: no further ticks while its output is written
         DEADLINE.settled = True
     return result
@@ -307,12 +309,37 @@ def check_program_size(program) -> None:
     check_statements(count)
 
 
-def _with_numpy_quiet(fn):
+def _with_numpy_quiet(fn, on_warning=None):
     """NumPy warns on log(0), 0/0... (floating-point errors) and on the mean or variance of an empty
-    slice (Python RuntimeWarnings); torch returns inf/nan silently, and so do we."""
+    slice (Python RuntimeWarnings); torch returns inf/nan silently, and so do we. torch's own
+    UserWarnings (``.grad`` of a non-leaf...) go to ``on_warning`` instead of Python's stderr."""
     import warnings
 
     import numpy as np
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        if on_warning is not None:
+            warnings.simplefilter("always", UserWarning)
+            warnings.showwarning = lambda message, *rest, **kw: on_warning(message)
         return fn()
+
+
+def _program_warnings(caught) -> list:
+    """``(line, category, message)`` per warning the program raised, at the line of the statement
+    that raised it; repeats at one line once, as Python's default filter shows them."""
+    out, seen = [], set()
+    for message, stmt in caught:
+        item = (getattr(stmt, "line", None), type(message).__name__, str(message))
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def print_warnings(result, source) -> None:
+    """On stderr, as Python prints a warning: ``FILE:LINE: UserWarning: message`` and the line."""
+    lines = source.text.splitlines()
+    for line, category, message in getattr(result, "warnings", ()):
+        print(f"{source.name}:{line}: {category}: {message}", file=sys.stderr)
+        if line is not None and 0 < line <= len(lines):
+            print(f"  {lines[line - 1].strip()}", file=sys.stderr)

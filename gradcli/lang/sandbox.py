@@ -17,7 +17,7 @@ import operator
 
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
-from ..autograd.inference import inference_mode, is_inference_mode_enabled
+from ..autograd.grad_mode import inference_mode, is_inference_mode_enabled
 from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor

@@ -134,6 +134,13 @@ def _int_text(v) -> str:
 
 # ------------------------------------------------------------------------------ indexing and unpacking
 
+def setitem(obj, index, value) -> None:
+    """``obj[i, j, ...] = value``: tensors only (the language has no mutable lists)."""
+    if not isinstance(obj, Tensor):
+        raise GradTypeError(f"'{type_name(obj)}' object does not support item assignment")
+    obj[index[0] if len(index) == 1 else tuple(index)] = value
+
+
 def subscript(obj, index):
     """``obj[i, j, ...]``; ``index`` is the list of index values (ints, slices, None, ...)."""
     key = index[0] if len(index) == 1 else tuple(index)

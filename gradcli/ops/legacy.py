@@ -43,8 +43,7 @@ def variable(data, requires_grad=False, volatile=False):
 
 
 def _leaf(data: Tensor, requires_grad) -> Tensor:
-    out = Tensor._make(data._data, data._backend)
-    out._version = data._version  # the same storage: an in-place change shows in both
+    out = data.detach()  # the same storage and version counter: an in-place change shows in both
     if requires_grad:
         if not data.dtype.is_floating_point:
             raise GradTypeError("Only Tensors of floating point and complex dtype can require gradients")

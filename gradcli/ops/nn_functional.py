@@ -304,6 +304,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities."""
     if label_smoothing:
         raise GradTypeError("cross_entropy: label_smoothing is not supported by gradcli")
+    if not isinstance(target, Tensor):  # torch checks it first (its name there: cross_entropy_loss)
+        raise GradTypeError(f"cross_entropy(): argument 'target' (position 2) must be Tensor, "
+                            f"not {type(target).__name__}")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities

@@ -479,3 +479,30 @@ def any(input, dim=None, keepdim=False):
     xp = input._backend.xp
     axis = None if dim is None else dims(dim, input.ndim)
     return Tensor._make(xp.any(input._data, axis=axis, keepdims=keepdim), input._backend)
+
+
+def _arg_extreme(input, dim, keepdim, pick):
+    xp = input._backend.xp
+    if dim is None:
+        if input.numel() == 0:
+            raise ShapeError(f"{pick}(): Expected reduction dim to be specified for input.numel() == 0.")
+        flat = xp.reshape(input._data, (-1,))
+        out = getattr(xp, pick)(flat)
+        out = xp.reshape(xp.asarray(out, dtype=input._backend.dtype("int64")), (1,) * input.ndim if keepdim else ())
+        return Tensor._make(out, input._backend)
+    d = _wrap_dim(dim, _builtins.max(input.ndim, 1))
+    data = input._data if input.ndim else xp.reshape(input._data, (1,))
+    out = xp.asarray(getattr(xp, pick)(data, axis=d, keepdims=keepdim), dtype=input._backend.dtype("int64"))
+    return Tensor._make(out if input.ndim else xp.reshape(out, ()), input._backend)
+
+
+@op(differentiable=False, category="reduction")
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest element (over ``dim`` if given; of the flattened tensor otherwise)."""
+    return _arg_extreme(input, dim, keepdim, "argmax")
+
+
+@op(differentiable=False, category="reduction")
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest element (over ``dim`` if given; of the flattened tensor otherwise)."""
+    return _arg_extreme(input, dim, keepdim, "argmin")

@@ -79,7 +79,7 @@ def variable_record(name: str, t) -> dict:
         "next_functions": None if t.grad_fn is None else
         [[node_name(n), i] for n, i in t.grad_fn.next_functions],
         "data": json_values(t),
-        "grad": json_values(t.grad),
+        "grad": json_values(t._grad),
     }
 
 
@@ -106,6 +106,8 @@ def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliE
         "checks": [] if result is None else
         [{"line": c.line, "passed": c.passed, "message": c.message} for c in result.checks],
         "backward": "none" if result is None else result.backward,
+        "warnings": [{"line": line, "category": category, "message": message}
+                     for line, category, message in getattr(result, "warnings", ())],
         "error": None if error is None else error_record(error),
     }
     if result is not None and result.note:
@@ -176,7 +178,7 @@ _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""
 def _cells(t, name: str) -> list[str]:
     return [name, str(list(t.shape)), t.dtype.name, str(t.requires_grad), str(t.is_leaf),
             repr(t.grad_fn) if t.grad_fn is not None else "None", next_functions_text(t),
-            tensor_text(t), "None" if t.grad is None else tensor_text(t.grad)]
+            tensor_text(t), "None" if t._grad is None else tensor_text(t._grad)]
 
 
 def print_table(result, file=None, title: str | None = None) -> None:

@@ -301,12 +301,16 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
     try:
         result, checks, notes, plan = _check(opts, eps, atol, rtol)
     except GradcliError as err:
+        from ..limits import settle
         from .graph import report_json
+        settle()
         if not opts.json:
             partial = getattr(err, "partial_result", None)
             if partial is not None and partial.printed:
                 print("\n".join(partial.printed))
         return report_json(opts, result, err, {"gradcheck": []})
+    from ..limits import settle
+    settle()
     failed_asserts = any(not c.passed for c in result.checks)
     if opts.json:
         extra = {"gradcheck": [c.record() for c in checks],

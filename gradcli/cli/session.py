@@ -12,8 +12,6 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import GradcliError, GradSyntaxError, UsageError
-from ..limits import DEADLINE
-
 
 
 @dataclass
@@ -32,6 +30,8 @@ class Options:
     max_statements: int | None = None
     detect_anomaly: bool = False
     timeout: float | None = None
+    max_memory: int | None = None
+    max_output: int | None = None
     json: bool = False
     debug: bool = False
 
@@ -145,7 +145,8 @@ class engine_state:
         L = limits.LIMITS
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
-                       L.max_elements, L.max_program_bytes, L.max_statements)
+                       L.max_elements, L.max_program_bytes, L.max_statements, L.max_memory, L.max_output,
+                       L.itemsize)
         return self
 
     def __exit__(self, *exc):
@@ -158,7 +159,7 @@ class engine_state:
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
-         L.max_statements) = self._saved
+         L.max_statements, L.max_memory, L.max_output, L.itemsize) = self._saved
         return False
 
 
@@ -175,6 +176,9 @@ def configure(opts: Options) -> None:
     ANOMALY.enabled = bool(opts.detect_anomaly)
     limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
     limits.LIMITS.max_statements = limits.DEFAULT_MAX_STATEMENTS
+    limits.LIMITS.max_memory = opts.max_memory or limits.default_max_memory()
+    limits.LIMITS.max_output = opts.max_output or limits.DEFAULT_MAX_OUTPUT
+    limits.LIMITS.itemsize = 8 if opts.dtype == "float64" else 4
     if opts.max_statements is not None:
         if opts.max_statements < 1:
             raise UsageError("--max-statements must be a positive integer")
@@ -289,10 +293,7 @@ def execute(interp, decls, program):
             err.message = f"in {d.flag} {d.text}: {err.message}"
             err.line = err.column = None
             raise
-    result = _with_numpy_quiet(lambda: interp.run(program))
-    if DEADLINE.expired:  # --timeout stopped the program: no further ticks while its output is written
-        DEADLINE.settled = True
-    return result
+    return _with_numpy_quiet(lambda: interp.run(program))
 
 
 def check_program_size(program) -> None:

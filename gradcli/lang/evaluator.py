@@ -19,6 +19,7 @@ from functools import partial
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..limits import DEADLINE, LIMITS, check_output, poll
 from . import sandbox
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
@@ -99,6 +100,7 @@ class Evaluator:
         self.last_value = None
         self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
+        self.printed_chars = 0
         self.observers = list(observers)
         call = self._invoke
         for observer in reversed(self.observers):
@@ -167,6 +169,8 @@ class Evaluator:
         return ctx
 
     def _exec(self, stmt) -> None:
+        if DEADLINE.expired:  # --timeout: its alarm's exception may have been swallowed
+            poll()
         for observer in self.observers:
             observer.before_statement(stmt)
         self.last_stmt = stmt
@@ -334,13 +338,18 @@ class Evaluator:
 
     def _invoke(self, fn, args, kwargs, node):
         """The call itself, once the observers have seen it."""
+        if DEADLINE.expired:
+            poll()
         sandbox.check_arguments(args, kwargs)
         if fn is EXPLICIT_BACKWARD[0] or fn is EXPLICIT_BACKWARD[1]:
             self.explicit_backward = True
         return sandbox.call(fn, args, kwargs)
 
     def _print(self, *args, sep=" ", end="\n"):
-        text = str(sep).join(display(a) for a in args)
+        left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text
+        text = str(sep).join(display(a, left) for a in args)
+        check_output(len(text), "the printed text", left)
+        self.printed_chars += len(text) + 1
         self.result.printed.append(text)
         if self.on_print is not None:
             self.on_print(text + ("" if end == "\n" else str(end)))

@@ -97,6 +97,8 @@ def rows(result):
 
 def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliError | None = None,
                   extra: dict | None = None) -> str:
+    if result is not None:
+        _check_json_size(result)
     doc = {
         "version": __version__,
         "device": device,
@@ -115,6 +117,16 @@ def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliE
     return dump_document(doc)
 
 
+def _check_json_size(result) -> None:
+    """Refuse (``--max-output``) a document of gigabytes before building it: each number takes at
+    least three characters ("1, ")."""
+    from ..limits import check_output
+    count = 0
+    for _, t in rows(result):
+        count += t.numel() + (t.grad.numel() if t.grad is not None else 0)
+    check_output(3 * count, "the JSON document")
+
+
 def dump_document(doc: dict) -> str:
     """Pretty JSON with one line per variable and per check, as SPEC §4 shows it."""
     import json  # only here: the table output does not pay for importing it
@@ -127,7 +139,11 @@ def dump_document(doc: dict) -> str:
             parts.append(f'  {one(key)}: [\n    {items}\n  ]')
         else:
             parts.append(f"  {one(key)}: {one(value)}")
-    return "{\n" + ",\n".join(parts) + "\n}"
+    text = "{\n" + ",\n".join(parts) + "\n}"
+    if doc.get("error") is None or doc["error"].get("kind") != "limit":
+        from ..limits import check_output
+        check_output(len(text), "the JSON document")
+    return text
 
 
 def error_record(err: GradcliError) -> dict:

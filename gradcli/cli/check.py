@@ -333,6 +333,8 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
             print(f"check failed: the gradient of {c.name} differs from finite differences "
                   f"(max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)})", file=sys.stderr)
     render.print_failed_checks(result)
+    if result.error is not None:  # the document was too large for --max-output (its values left out)
+        return result.error.exit_code
     return 1 if failed_asserts or not all(c.passed for c in checks) else 0
 
 

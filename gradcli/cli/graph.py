@@ -76,6 +76,8 @@ def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bo
     if opts.json:
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
                                    extra={"graph": to_json(nodes, show_saved)}))
+        if result.error is not None:  # too large for --max-output: the values were left out
+            failed = result.error.exit_code
     elif output:
         print(f"wrote {output} ({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
     elif not nodes:

@@ -19,7 +19,7 @@ from functools import partial
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
-from ..limits import DEADLINE, LIMITS, check_output, poll
+from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
 from . import sandbox
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
@@ -169,8 +169,8 @@ class Evaluator:
         return ctx
 
     def _exec(self, stmt) -> None:
-        if DEADLINE.expired:  # --timeout: its alarm's exception may have been swallowed
-            poll()
+        if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
+            raise timeout_error().at(stmt.line, stmt.column)
         for observer in self.observers:
             observer.before_statement(stmt)
         self.last_stmt = stmt

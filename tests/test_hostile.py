@@ -222,3 +222,40 @@ def test_ctrl_c_exits_130_quietly_with_one_document(after, json_flag):
                                             "column": None}
     else:
         assert out == ""
+
+
+# -- 10: terminal escapes ---------------------------------------------------------------------------
+
+def test_control_characters_from_a_program_never_reach_stderr_raw():
+    # the assert message through the language's escapes, the source line with the characters raw
+    src = 'assert 1 == 2, "a\\x1b]52;c;aGk=\\x07b\\x1b[2J\\r"\nx = "\x1b]0;pwned\x07\u202e" + 1'
+    for flags in ([], ["--json"]):
+        proc = cli("eval", src, *flags)
+        assert proc.returncode == 2
+        for raw in ("\x1b", "\x07", "\r", "\u202e"):
+            assert raw not in proc.stderr and raw not in proc.stdout
+        assert "check failed at line 1: a\\x1b]52;c;aGk=\\x07b\\x1b[2J\\r" in proc.stderr
+        assert '   | x = "\\x1b]0;pwned\\x07\\u202e" + 1' in proc.stderr
+    assert json.loads(proc.stdout)["checks"][0]["message"] == "a\x1b]52;c;aGk=\x07b\x1b[2J\r"  # JSON keeps the data
+
+
+def test_printed_strings_are_escaped_on_a_terminal_only():
+    script = shutil.which("script")
+    src = 'print("a\x1b[2Jb")'
+    proc = cli("eval", src)
+    assert proc.stdout.startswith("a\x1b[2Jb\n")  # a pipe gets the program's text as it is
+    if script is None:
+        pytest.skip("script(1) is not installed")
+    cmd = f"{sys.executable} -m gradcli eval '{src}'"
+    tty = subprocess.run([script, "-qc", cmd, "/dev/null"], capture_output=True, text=True, env=env(), cwd=ROOT,
+                         timeout=120)
+    assert "a\\x1b[2Jb" in tty.stdout and "\x1b[2J" not in tty.stdout
+
+
+def test_an_encoding_without_the_character_falls_back_to_escapes():
+    proc = no_traceback(subprocess.run(
+        [sys.executable, "-m", "gradcli", "eval", 'assert 1 == 2, "h\u00e9llo \u2603"\nprint("\u2603")'],
+        capture_output=True, encoding="latin-1", env=env(PYTHONIOENCODING="latin-1"), cwd=ROOT, timeout=120))
+    assert proc.returncode == 1
+    assert "check failed at line 1: h\u00e9llo \\u2603" in proc.stderr
+    assert proc.stdout.startswith("\\u2603\n")

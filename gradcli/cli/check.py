@@ -307,7 +307,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         if not opts.json:
             partial = getattr(err, "partial_result", None)
             if partial is not None and partial.printed:
-                print("\n".join(partial.printed))
+                print(render.terminal_text("\n".join(partial.printed)))
         return report_json(opts, result, err, {"gradcheck": []})
     from ..limits import settle
     settle()
@@ -321,7 +321,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         print(render.json_document(result, device=opts.device, dtype=opts.dtype, extra=extra))
     else:
         if result.printed:
-            print("\n".join(result.printed))
+            print(render.terminal_text("\n".join(result.printed)))
         _print_table(checks, plan, eps, atol, rtol)
         if result.checks:
             _print_asserts(result)
@@ -489,11 +489,11 @@ def _print_asserts(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console
+    from ..present.tables import _console, escape_controls
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
     for col in ("line", "result", "message"):
         table.add_column(col)
     for c in result.checks:
         table.add_row(str(c.line), Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
-                      c.message or "")
+                      Text(escape_controls(c.message or "")))
     _console().print(table)

@@ -215,12 +215,19 @@ def report(opts, err, source_text) -> None:
 
 # -- the commands --------------------------------------------------------------------------------
 
+def _printer():
+    """``print`` in a program: its text as it is, but on a terminal with control characters escaped
+    (a program must not be able to clear, retitle or write the clipboard of the terminal)."""
+    from ..present.tables import terminal_text
+    return lambda text: print(terminal_text(text), flush=False)
+
+
 def eval_command(**kwargs) -> int:
     def body(opts):
         from ..limits import settle
         from ..present import tables as render
         from . import session
-        live = None if opts.json else (lambda text: print(text, flush=False))
+        live = None if opts.json else _printer()
         src, program, interp, result = session.run(opts, on_print=live)
         settle()  # from here on the output is written in full, whatever the alarm or Ctrl-C
         if opts.json:

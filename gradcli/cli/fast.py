@@ -114,6 +114,12 @@ def main(argv=None) -> int:
     """Console entry point (``gradcli`` and ``python -m gradcli``)."""
     from .interrupts import STATE, give_sigint, take_sigint
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # a character the encoding lacks (latin-1) as an escape
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
     old_sigint, old_stderr = take_sigint(), sys.stderr
     sys.stderr = _Diagnostics(old_stderr)
     try:

@@ -155,7 +155,39 @@ def error_record(err: GradcliError) -> dict:
 
 # -- errors on stderr ------------------------------------------------------------------------
 
+# Control characters a program can put in a string, a name or a source line: sent raw, ESC and OSC
+# sequences clear a terminal, retitle it or write its clipboard (OSC 52), CR and BEL rewrite or
+# ring it, and bidirectional overrides reorder what is shown ("Trojan source"). Tabs and newlines
+# stay; JSON escapes everything itself.
+_CONTROLS = None
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters as Python escapes (``\\x1b``, ``\\u202e``)."""
+    global _CONTROLS
+    if _CONTROLS is None:
+        import re
+        _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    if not _CONTROLS.search(text):
+        return text
+    return _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def terminal_text(text: str, file=None) -> str:
+    """A program's printed text: as it is, but escaped when it goes to a terminal."""
+    file = file or sys.stdout
+    try:
+        tty = file.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return escape_controls(text) if tty else text
+
+
 def error_text(err: GradcliError, source: str | None) -> str:
+    return escape_controls(_error_text(err, source))
+
+
+def _error_text(err: GradcliError, source: str | None) -> str:
     lines = [f"error: {err.message}"]
     if err.line is not None and source is not None:
         lines.append(f"  --> line {err.line}, column {err.column}")
@@ -212,6 +244,7 @@ def print_table(result, file=None, title: str | None = None) -> None:
     table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
     for col, style in _COLUMNS:
         table.add_column(col, style=style or None, no_wrap=True)
+    data = [[escape_controls(c) for c in r] for r in data]
     for r in data:
         table.add_row(*(Text(c) for c in r))
     wide = console.options.update_width(1 << 20)
@@ -232,14 +265,14 @@ def print_table(result, file=None, title: str | None = None) -> None:
             checks.add_column(col)
         for c in result.checks:
             checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
-                           Text("FAIL", style="bold red"), c.message or "")
+                           Text("FAIL", style="bold red"), Text(escape_controls(c.message or "")))
         console.print(checks)
 
 
 def print_notes(result, file=None) -> None:
     file = file or sys.stdout
     if result.note:
-        print(f"note: {result.note}", file=file)
+        print(f"note: {escape_controls(result.note)}", file=file)
     print_failed_checks(result)
 
 
@@ -247,5 +280,5 @@ def print_failed_checks(result) -> None:
     """Failed asserts go to stderr in every output mode, so CI logs show them."""
     for c in result.checks:
         if not c.passed:
-            msg = f": {c.message}" if c.message else ""
+            msg = f": {escape_controls(c.message)}" if c.message else ""
             print(f"check failed at line {c.line}{msg}", file=sys.stderr)

@@ -259,3 +259,65 @@ def test_an_encoding_without_the_character_falls_back_to_escapes():
     assert proc.returncode == 1
     assert "check failed at line 1: h\u00e9llo \\u2603" in proc.stderr
     assert proc.stdout.startswith("\\u2603\n")
+
+
+# -- 8: files ------------------------------------------------------------------------------------------
+
+GRAPH = "x = ones(2, requires_grad=True)\ny = (x * 2).sum()"
+
+
+def graph(tmp_path, *args, preexec=None):
+    return subprocess.run([sys.executable, "-m", "gradcli", "graph", GRAPH, *args], capture_output=True, text=True,
+                          env=env(), cwd=tmp_path, timeout=120, preexec_fn=preexec)
+
+
+def test_a_failed_write_leaves_the_old_file(tmp_path):
+    import resource
+    keep = tmp_path / "keep.dot"
+    keep.write_text("old\n")
+
+    def small_files():  # ulimit -f: past it a write fails (EFBIG; SIGXFSZ is ignored by the writer)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (10, 10))
+    proc = graph(tmp_path, "-o", "keep.dot", preexec=small_files)
+    assert proc.returncode == 3, proc.stderr
+    assert "error: cannot write keep.dot: File too large; the old file, if any, is unchanged" in proc.stderr
+    assert keep.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.dot"]  # no temporary file left behind
+    proc = graph(tmp_path, "-o", "keep.dot")
+    assert proc.returncode == 0 and proc.stdout == "wrote keep.dot (3 nodes)\n"
+    assert keep.read_text().startswith("digraph gradcli {")
+
+
+@pytest.mark.parametrize("make, what", [
+    (lambda p: os.symlink("/dev/full", p), "a device"),
+    (lambda p: os.mkfifo(p), "a FIFO"),
+    (lambda p: os.mkdir(p), "a folder"),
+])
+@pytest.mark.parametrize("name", ["out.dot", "out.svg"])
+def test_special_files_are_refused(tmp_path, make, what, name):
+    if name.endswith(".svg") and shutil.which("dot") is None:
+        pytest.skip("Graphviz is not installed")
+    make(str(tmp_path / name))
+    proc = graph(tmp_path, "-o", name, "--json")
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["error"]["message"] == f"cannot write {name}: it is {what}, not a regular file"
+
+
+def test_output_names_never_reach_graphviz_as_options(tmp_path):
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz is not installed")
+    proc = graph(tmp_path, "-o", "-Tx.svg")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "-Tx.svg").read_text().lstrip().startswith(("<?xml", "<svg", "<!DOCTYPE"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["-Tx.svg"]
+
+
+def test_a_new_file_gets_the_umask_and_an_old_one_keeps_its_mode(tmp_path):
+    proc = graph(tmp_path, "-o", "new.dot")
+    assert proc.returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (os.stat(tmp_path / "new.dot").st_mode & 0o777) == 0o666 & ~umask
+    os.chmod(tmp_path / "new.dot", 0o640)
+    assert graph(tmp_path, "-o", "new.dot").returncode == 0
+    assert (os.stat(tmp_path / "new.dot").st_mode & 0o777) == 0o640

@@ -243,9 +243,20 @@ def check_int(value, what: str = "an integer result"):
     return value
 
 
+# Literals are refused in the postlexer, before any conversion (int() of 10 MiB of digits is
+# quadratic; decoding millions of escapes takes gigabytes): a number longer than the longest int the
+# language keeps, a string with more escapes than any sensible message has.
+MAX_NUMBER_CHARS = MAX_INT_DIGITS + 100
+MAX_STRING_ESCAPES = 100_000
+
+
+def statements_error(count: int, more: bool = False) -> "Exception":
+    from .errors import UsageError
+    return UsageError(f"the program has {'more than ' if more else ''}{count:,} statements, over the limit of "
+                      f"{LIMITS.max_statements:,}", hint="raise it with --max-statements N")
+
+
 def check_statements(count: int) -> None:
     """A program over the statement limit is bad input (exit 2, SPEC §5), like one over the size limit."""
     if count > LIMITS.max_statements:
-        from .errors import UsageError
-        raise UsageError(f"the program has {count:,} statements, over the limit of {LIMITS.max_statements:,}",
-                         hint="raise it with --max-statements N")
+        raise statements_error(count)

@@ -57,7 +57,8 @@ def one_document(proc) -> dict:
     (("--max-memory", "0"), "--max-memory must be a positive number of bytes"),
     (("--max-output", "0"), "--max-output must be a positive integer, not 0"),
     (("--max-elements", "-5"), "--max-elements must be a positive integer, not -5"),
-    (("--device", "tpu"), "--device must be cpu, cuda or cuda:N, not tpu"),
+    (("--device", "cuda 0"), "--device (or GRADCLI_DEVICE) must be cpu, cuda or cuda:N, not 'cuda 0'"),
+    (("--device", "x" * 100), "--device (or GRADCLI_DEVICE) must be cpu, cuda or cuda:N, not 'xxxx"),
 ])
 def test_bad_option_values_are_usage_errors(args, message):
     proc = no_traceback(cli("eval", "x = 1", "--json", *args))
@@ -321,3 +322,101 @@ def test_a_new_file_gets_the_umask_and_an_old_one_keeps_its_mode(tmp_path):
     os.chmod(tmp_path / "new.dot", 0o640)
     assert graph(tmp_path, "-o", "new.dot").returncode == 0
     assert (os.stat(tmp_path / "new.dot").st_mode & 0o777) == 0o640
+
+
+# -- 5 and 6: linear time; literals refused before conversion ------------------------------------------
+
+def timed(*args, **kw):
+    start = time.monotonic()
+    proc = no_traceback(cli(*args, **kw))
+    return proc, time.monotonic() - start
+
+
+def test_forty_thousand_names_bind_in_linear_time(tmp_path):
+    f = tmp_path / "names.grad"
+    f.write_text("".join(f"v{i} = {i}.0\n" for i in range(40_000)) + "del v5\nv5 = 1.0\n")
+    proc, seconds = timed("eval", "-f", str(f), "--json")
+    doc = one_document(proc)
+    assert proc.returncode == 0 and seconds < 40  # was 13.7 s alone (a list scan per new name)
+    names = [v["name"] for v in doc["variables"]]
+    assert len(names) == 0 or names[-1] == "v5"  # plain numbers are not tensors: the table lists none
+    from gradcli.lang import parser
+    from gradcli.lang.evaluator import Evaluator
+    ev = Evaluator()
+    ev.run(parser.parse("a = ones(1)\nb = ones(1)\ndel a\nc = ones(1)\na = ones(1)"))
+    assert list(ev.order) == ["b", "c", "a"]  # order of first binding; a rebinding after del moves to the end
+
+
+def test_the_did_you_mean_hint_is_bounded_on_long_names(tmp_path):
+    long = "a" * 600_000
+    f = tmp_path / "hint.grad"
+    f.write_text(f"{long}b = 1\ny = {long}c\n")
+    proc, seconds = timed("eval", "-f", str(f), "--json")
+    doc = one_document(proc)
+    assert proc.returncode == 2 and doc["error"]["kind"] == "name" and seconds < 30
+    assert "did you mean" not in doc["error"]["message"]
+    proc = cli("eval", "value = 1\ny = valeu + 1", "--json")  # short names keep their hint
+    assert one_document(proc)["error"]["message"] == "name 'valeu' is not defined; did you mean 'value'?"
+
+
+def test_max_statements_stops_the_parse_early(tmp_path):
+    f = tmp_path / "million.grad"
+    f.write_text("x = 1\n" * 1_000_000)
+    proc, seconds = timed("eval", "-f", str(f), "--json", "--max-statements", "10")
+    doc = one_document(proc)
+    assert proc.returncode == 2 and seconds < 20  # was 59 s and 513 MB
+    assert doc["error"]["message"] == "the program has more than 10 statements, over the limit of 10"
+    # statements on one line and in with blocks count one each; a trailing ";" adds none
+    src = "x = 1; y = 2\nz = 3;\nwith no_grad():\n    a = 1; b = 2\nprint(x)"
+    assert cli("eval", src, "--max-statements", "7").returncode == 0
+    assert cli("eval", src, "--max-statements", "6").returncode == 2
+
+
+@pytest.mark.parametrize("text, message, column", [
+    ("x = " + "9" * (10 * 2 ** 20 - 100), "this number literal has more than 4,400 characters, the limit", 5),
+    ('x = "' + "\\n" * (5 * 2 ** 20 - 10) + '"', "this line has 5,242,870 backslashes (string escapes), over the "
+                                                "limit of 100,000", 6),
+], ids=["number", "escapes"])  # short ids: pytest puts the test's id in the environment (PYTEST_CURRENT_TEST)
+def test_huge_literals_are_refused_before_the_lexer_converts_them(tmp_path, text, message, column):
+    f = tmp_path / "big.grad"
+    f.write_text("y = 1\n" + text + "\n")
+    proc, seconds = timed("eval", "-f", str(f), "--json", memory=1_000_000_000)  # was 3.5 GB / 2.5 GB
+    doc = one_document(proc)
+    assert proc.returncode == 2 and doc["error"]["kind"] == "syntax" and seconds < 30
+    assert doc["error"]["message"] == message and (doc["error"]["line"], doc["error"]["column"]) == (2, column)
+
+
+def test_ten_mebibytes_of_comments_stay_small(tmp_path):
+    f = tmp_path / "comments.grad"
+    f.write_text(("# " + "c" * 78 + "\n") * (10 * 2 ** 20 // 81) + "x = ones(2)\n")
+    proc = no_traceback(cli("eval", "-f", str(f), "--json", memory=1_000_000_000))
+    assert proc.returncode == 0 and one_document(proc)["variables"][0]["data"] == [1.0, 1.0]
+
+
+def test_a_number_just_under_the_limit_still_works():
+    proc = cli("eval", "x = " + "1" * 4000 + " - " + "1" * 3999 + "0\nprint(x)")
+    assert proc.returncode == 0 and proc.stdout == "1\n", proc.stderr
+
+
+# -- 11: declarations count; NaN fails a gradcheck --------------------------------------------------------
+
+def test_declarations_count_toward_the_program_limits():
+    proc = no_traceback(cli("eval", "y = x * 2", "-l", "x=ones(2)", "-l", "z=ones(3)", "--json", "--max-statements", "2"))
+    assert proc.returncode == 2
+    assert one_document(proc)["error"]["message"] == "the program has 3 statements, over the limit of 2"
+    proc = cli("eval", "y = x", "-l", "x=ones(2)", "--json", "--max-statements", "2")
+    assert proc.returncode == 0
+    proc = no_traceback(cli("eval", "y = x", "-l", "x=" + "1." * 1 + " + 0." * 20, "--json", "--max-program-size", "60"))
+    assert proc.returncode == 2 and one_document(proc)["error"]["message"] == (
+        "the program and its -l/-g declarations are larger than the program size limit of 60 bytes")
+
+
+def test_a_gradcheck_with_nan_on_both_sides_fails():
+    torch = pytest.importorskip("torch")
+    x = torch.ones(2, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(Exception):  # torch's gradcheck fails too: NaN is never close (allclose)
+        torch.autograd.gradcheck(lambda x: torch.sqrt(x - 2).sum(), (x,))
+    proc = no_traceback(cli("check", "sum(sqrt(x - 2))", "-g", "x=ones(2)", "--json"))
+    doc = one_document(proc)
+    assert proc.returncode == 1 and doc["gradcheck"][0]["passed"] is False
+    assert doc["gradcheck"][0]["worst"]["analytic"] == "nan" or "nan" in json.dumps(doc["gradcheck"][0])

@@ -249,9 +249,10 @@ def prepare(opts: Options, stdin=None) -> Prepared:
         source = read_source(opts, stdin)
         opts.source, opts.file = source.text, None
         configure(opts)
+        _check_declarations_size(opts, source)
         decls = parse_declarations(opts)
         program = parser.parse(source.text, filename=source.name)
-        check_program_size(program)
+        check_program_size(program, len(decls))
     except GradcliError as err:
         err.source_text = source.text if source is not None and err.line is not None else None
         raise
@@ -296,11 +297,21 @@ def execute(interp, decls, program):
     return _with_numpy_quiet(lambda: interp.run(program))
 
 
-def check_program_size(program) -> None:
-    """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
+def _check_declarations_size(opts: Options, source: Source) -> None:
+    """``-l``/``-g`` are part of the program: their text counts toward --max-program-size (their
+    statements toward --max-statements, in :func:`check_program_size`)."""
+    extra = sum(len(spec) for spec in opts.leaves) + sum(len(spec) for spec in opts.grads)
+    if extra and len(source.text) + extra > _max_bytes():
+        raise UsageError(f"the program and its -l/-g declarations are larger than the program size limit of "
+                         f"{_max_bytes():,} bytes", hint="raise it with --max-program-size BYTES")
+
+
+def check_program_size(program, declarations: int = 0) -> None:
+    """The number of statements, ``with`` blocks' bodies and ``-l``/``-g`` declarations included
+    (counted without recursion)."""
     from ..lang.ast import With
     from ..limits import check_statements
-    count, stack = 0, [program.body]
+    count, stack = declarations, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)

@@ -91,7 +91,7 @@ class Evaluator:
 
     def __init__(self, *, on_print=None, auto_backward: bool = True, observers=()):
         self.env: dict[str, object] = {}
-        self.order: list[str] = []
+        self.order: dict[str, None] = {}  # names in order of first binding (a dict: O(1) to look up)
         self.on_print = on_print
         self.auto_backward = auto_backward
         self.result = RunResult()
@@ -183,11 +183,9 @@ class Evaluator:
             observer.after_statement(stmt, self.last_value)
 
     def _bind(self, name: str, value) -> None:
-        if name not in self.env and name not in self.order:
-            self.order.append(name)
-        elif name not in self.env:
-            self.order.remove(name)
-            self.order.append(name)
+        if name not in self.env:
+            self.order.pop(name, None)  # bound again after del: it moves to the end
+            self.order[name] = None
         self.env[name] = value
         for observer in self.observers:
             observer.on_bind(name, value)

@@ -176,9 +176,12 @@ def settle() -> None:
     DEADLINE.live = False
 
 
-# A documented, conservative rate for one dense matrix product on one CPU core (float32/64 BLAS
-# reaches 10-100 GFLOP/s on a laptop's cores; a slow machine shared with others is the floor).
-MATMUL_FLOPS_PER_SECOND = 2e9
+# A documented, conservative rate for one dense matrix product (NumPy's BLAS measured 47 GFLOP/s in
+# float32 and 29 in float64 on 2 shared cores of the development machine; a laptop does more). A
+# product estimated to need more time than --timeout has left is refused before it starts, since
+# one C call cannot be interrupted: at 1e10, a 16384 x 16384 product (8.8e12 operations) is refused
+# under any timeout below 15 minutes, a 2048 x 2048 one (1.7e10) needs 2 s left.
+MATMUL_FLOPS_PER_SECOND = 1e10
 
 
 def check_flops(flops: float, what: str = "this matrix product") -> None:

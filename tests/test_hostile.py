@@ -420,3 +420,62 @@ def test_a_gradcheck_with_nan_on_both_sides_fails():
     doc = one_document(proc)
     assert proc.returncode == 1 and doc["gradcheck"][0]["passed"] is False
     assert doc["gradcheck"][0]["worst"]["analytic"] == "nan" or "nan" in json.dumps(doc["gradcheck"][0])
+
+
+# -- 3 and 4: long single calls, default bounds, check's re-runs --------------------------------------------
+
+def test_a_matmul_that_cannot_finish_in_time_is_refused_before_it_starts():
+    proc, seconds = timed("eval", "a = ones(4096, 16384)\nb = ones(16384, 4096)\nc = a @ b", "--timeout", "20", "--json")
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit" and doc["error"]["line"] == 3
+    assert doc["error"]["message"].startswith("this matrix product needs about 5.5e+11 floating-point operations "
+                                              "(~55 s at 1e+10 per second), more than the ")
+    assert seconds < 20  # it did not run for a minute
+    proc = cli("eval", "a = ones(300, 300)\nc = (a @ a).sum()", "--timeout", "20", "--json")
+    assert proc.returncode == 0 and one_document(proc)["variables"][-1]["data"] == 300.0 * 300 * 300
+    # batched: the estimate counts every matrix of the batch
+    proc = cli("eval", "a = ones(64, 1024, 1024)\nc = a @ a", "--timeout", "5", "--json")
+    assert proc.returncode == 3 and "this batched matrix product needs about 1.37e+11" in \
+        one_document(proc)["error"]["message"]
+
+
+def test_there_is_a_default_time_bound_and_timeout_0_lifts_it(monkeypatch):
+    from gradcli import limits
+    from gradcli.cli import validate
+    assert validate.timeout(None) == limits.DEFAULT_TIMEOUT == 60.0
+    assert validate.timeout(0) == 0.0
+    # the default applies without --timeout: a shorter one, set the same way, stops a program that never ends
+    monkeypatch.setattr(limits, "DEFAULT_TIMEOUT", 1.0)
+    from gradcli.cli import main
+    import contextlib
+    import io
+    out = io.StringIO()
+    chain = "f0 = lambda v: v + 1\n" + "".join(f"f{i} = lambda v: f{i - 1}(f{i - 1}(v))\n" for i in range(1, 42))
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["eval", chain + "f41(0)", "--json"])
+    doc = json.loads(out.getvalue())
+    assert code == 3 and doc["error"]["message"] == "the program ran longer than --timeout 1 s"
+
+
+def test_check_samples_large_leaves_and_says_so():
+    proc, seconds = timed("check", "sum(x * x)", "-g", "x=ones(100000)", "--json")
+    doc = one_document(proc)
+    assert proc.returncode == 0 and seconds < 60  # was 200,000 re-runs
+    record = doc["gradcheck"][0]
+    assert record["passed"] is True and record["elements_checked"] == 1000
+    assert doc["note"] == ("x: 1,000 of its 100,000 elements checked (evenly spaced, first and last included), to "
+                           "bound the runs of the program")
+    proc = cli("check", "sum(x * x)", "-g", "x=ones(100000)")
+    assert "note: x: 1,000 of its 100,000 elements checked" in proc.stdout
+
+
+def test_a_sampled_check_reports_the_real_index_of_the_worst_element():
+    import numpy as np
+    from gradcli.cli.check import LeafCheck, _sample
+    indices = _sample(5000)
+    assert len(indices) == 1000 and indices[0] == 0 and indices[-1] == 4999
+    analytic = np.zeros((50, 100))
+    analytic.reshape(-1)[indices[7]] = 1.0
+    check = LeafCheck("x", [50, 100], "float64", analytic, np.zeros(1000), 1e-5, 1e-3, indices)
+    assert not check.passed and check.worst == (list(np.unravel_index(indices[7], (50, 100))), 1.0, 0.0)
+    assert check.record()["elements_checked"] == 1000

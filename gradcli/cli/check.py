@@ -50,17 +50,25 @@ from ..lang.sandbox import BUILTINS, TENSOR_METHODS
 from .graph import Tracer
 
 MAX_EVALUATIONS = 200_000
+# A leaf with more elements is checked on an evenly spaced sample of this many (first and last
+# included), and the output says so: 2 runs of the program per element checked.
+MAX_CHECKED_ELEMENTS = 1_000
 
 
 class LeafCheck:
-    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines")
+    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines",
+                 "sampled")
 
-    def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol):
+    def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol, indices=None):
+        """``indices``: the flat indices of the elements compared, when only a sample was."""
         import numpy as np
         self.name, self.shape, self.dtype = name, shape, dtype
         self.analytic, self.numeric = analytic, numeric
         self.lines = None  # the lines of the backward() calls checked (explicit mode)
+        self.sampled = None if indices is None else len(indices)
         a, n = analytic.reshape(-1), numeric.reshape(-1)
+        if indices is not None:
+            a = a[indices]
         with np.errstate(all="ignore"):
             diff = np.abs(a - n)
             diff[np.isnan(diff)] = np.inf     # a NaN on either side, or infinities of opposite signs
@@ -72,7 +80,8 @@ class LeafCheck:
         if a.size:
             k = int(np.argmax(diff))
             self.max_abs, self.max_rel = float(diff[k]), float(np.max(rel))
-            self.worst = (list(int(i) for i in np.unravel_index(k, shape)) if shape else [], float(a[k]), float(n[k]))
+            flat = k if indices is None else int(indices[k])
+            self.worst = (list(int(i) for i in np.unravel_index(flat, shape)) if shape else [], float(a[k]), float(n[k]))
         else:
             self.max_abs = self.max_rel = 0.0
             self.worst = None
@@ -84,6 +93,8 @@ class LeafCheck:
                   "max_rel_error": _num(self.max_rel), "passed": self.passed, "worst": worst}
         if self.lines is not None:
             record["backward_lines"] = self.lines
+        if self.sampled is not None:
+            record["elements_checked"] = self.sampled
         return record
 
 
@@ -422,7 +433,12 @@ def _check(opts, eps, atol, rtol):
                      f"in lower precision are inaccurate (leave out dtype= so that check's float64 applies)")
 
     checked = [(number, name, t) for number, (name, t) in enumerate(leaves) if number not in skipped]
-    total = sum(t.numel() for _, _, t in checked)
+    samples = {number: _sample(t.numel()) for number, _, t in checked}
+    for number, name, t in checked:
+        if samples[number] is not None:
+            notes.append(f"{name}: {MAX_CHECKED_ELEMENTS:,} of its {t.numel():,} elements checked (evenly spaced, "
+                         f"first and last included), to bound the runs of the program")
+    total = sum(t.numel() if samples[number] is None else len(samples[number]) for number, _, t in checked)
     if 2 * total > MAX_EVALUATIONS:
         raise fail(LimitError(f"checking {total:,} leaf elements needs {2 * total:,} runs of the program; the "
                               f"limit is {MAX_EVALUATIONS:,}",
@@ -443,18 +459,28 @@ def _check(opts, eps, atol, rtol):
 
     checks = []
     for number, name, t in checked:
-        numeric = np.empty(t.numel(), dtype=np.float64)
-        for i in range(t.numel()):
-            hi = run_perturbed(number, i, eps)
-            lo = run_perturbed(number, i, -eps)
-            numeric[i] = (hi - lo) / (2 * eps)
+        indices = samples[number]
+        elements = range(t.numel()) if indices is None else indices
+        numeric = np.empty(len(elements), dtype=np.float64)
+        for j, i in enumerate(elements):
+            hi = run_perturbed(number, int(i), eps)
+            lo = run_perturbed(number, int(i), -eps)
+            numeric[j] = (hi - lo) / (2 * eps)
         shape = list(t.shape)
         check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
-                          numeric.reshape(t.shape), atol, rtol)
+                          numeric if indices is not None else numeric.reshape(t.shape), atol, rtol, indices)
         if plan.explicit:
             check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
         checks.append(check)
     return result, checks, notes, plan
+
+
+def _sample(count: int):
+    """None (every element) up to MAX_CHECKED_ELEMENTS, else that many evenly spaced flat indices."""
+    if count <= MAX_CHECKED_ELEMENTS:
+        return None
+    import numpy as np
+    return np.unique(np.linspace(0, count - 1, MAX_CHECKED_ELEMENTS).round().astype(np.int64))
 
 
 def _distinct_names(leaves, lines):

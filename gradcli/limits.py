@@ -150,11 +150,12 @@ class _Deadline:
     poll raises, so the output (variables, the error's line) is written in full, once. ``at`` is
     the deadline on ``time.monotonic()`` (None: none), for estimates of long single calls."""
 
-    __slots__ = ("expired", "live", "at", "seconds")
+    __slots__ = ("expired", "live", "at", "seconds", "hold")
 
     def __init__(self):
         self.expired = self.live = False
         self.at = self.seconds = None
+        self.hold = None  # called by settle(): the CLI stops the alarm and holds SIGINT back there
 
 
 DEADLINE = _Deadline()
@@ -172,8 +173,11 @@ def poll() -> None:
 
 
 def settle() -> None:
-    """The run is over: what follows (writing the output) is not interrupted by the timeout."""
+    """The run is over: what follows (writing the output) is not interrupted by the timeout or by
+    Ctrl-C (a signal that lands in a blocked write to a pipe makes Python drop the rest of it)."""
     DEADLINE.live = False
+    if DEADLINE.hold is not None:
+        DEADLINE.hold()
 
 
 # A documented, conservative rate for one dense matrix product (NumPy's BLAS measured 47 GFLOP/s in

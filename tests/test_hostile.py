@@ -479,3 +479,28 @@ def test_a_sampled_check_reports_the_real_index_of_the_worst_element():
     check = LeafCheck("x", [50, 100], "float64", analytic, np.zeros(1000), 1e-5, 1e-3, indices)
     assert not check.passed and check.worst == (list(np.unravel_index(indices[7], (50, 100))), 1.0, 0.0)
     assert check.record()["elements_checked"] == 1000
+
+
+def _slow_reader(args, signal_after=None, read_after=1.5):
+    """Run gradcli with nobody reading its stdout for ``read_after`` s (its write blocks on the full
+    pipe), sending SIGINT after ``signal_after`` s; (returncode, stdout, stderr)."""
+    p = subprocess.Popen([sys.executable, "-m", "gradcli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env(), cwd=ROOT)
+    if signal_after is not None:
+        time.sleep(signal_after)
+        p.send_signal(signal.SIGINT)
+    time.sleep(read_after - (signal_after or 0))
+    out, err = p.communicate(timeout=120)
+    return p.returncode, out.decode(), err.decode()
+
+
+def test_a_signal_while_the_output_is_blocked_on_a_pipe_loses_nothing():
+    # CPython drops the rest of a print() whose blocked write a signal interrupts, even when the handler
+    # returns: the alarm is stopped and SIGINT held back while the output is written.
+    args = ["eval", "x = ones(2**20)\ny = (x * 2).sum()", "--json"]
+    code, out, err = _slow_reader(args + ["--timeout", "1.0"], read_after=2.5)
+    doc = json.loads(out)
+    assert code == 0 and doc["error"] is None and len(doc["variables"][0]["data"]) == 2 ** 20
+    code, out, err = _slow_reader(args, signal_after=1.5, read_after=2.5)
+    doc = json.loads(out)  # one whole document: the interruption came after the run, during its output
+    assert code == 130 and doc["variables"][-1]["data"] == 2.0 * 2 ** 20

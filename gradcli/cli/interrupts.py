@@ -48,13 +48,41 @@ def _main_thread() -> bool:
 def take_sigint():
     """Route SIGINT through :func:`_on_sigint` from now on (the CLI's first act); the old handler."""
     DEADLINE.live = True
+    DEADLINE.hold = hold
     STATE.interrupted = False
     return signal.signal(signal.SIGINT, _on_sigint) if _main_thread() else None
+
+
+def hold() -> None:
+    """The output is being written: stop the alarm, and keep SIGINT pending until :func:`release`.
+    (CPython drops the rest of a ``print`` whose blocked write to a pipe a signal interrupts, even
+    when the handler returns quietly: holding the signal back keeps the document whole.)"""
+    DEADLINE.live = False
+    if not _main_thread():
+        return
+    if hasattr(signal, "SIGALRM"):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def release(keep_held: bool = False) -> None:
+    """After the output: a SIGINT that arrived meanwhile counts as an interruption (exit 130). It is
+    consumed rather than delivered; ``keep_held`` leaves SIGINT blocked (the process is ending: a
+    Ctrl-C during the interpreter's shutdown must not add to what was written)."""
+    if not _main_thread() or not hasattr(signal, "pthread_sigmask"):
+        return
+    if signal.SIGINT in signal.sigpending():
+        signal.sigwait({signal.SIGINT})
+        STATE.interrupted = True
+    if not keep_held:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def give_sigint(old) -> None:
     """Put back the handler :func:`take_sigint` replaced (for callers of ``main`` in-process)."""
     DEADLINE.live = False
+    DEADLINE.hold = None
     if old is not None and _main_thread():
         signal.signal(signal.SIGINT, old)
 
@@ -84,4 +112,6 @@ class guarded:
             signal.signal(signal.SIGALRM, self._old_alarm)
             self._old_alarm = None
         DEADLINE.at = None
+        if DEADLINE.hold is not None:  # under the CLI: what follows is output (an error's report)
+            DEADLINE.hold()
         return False

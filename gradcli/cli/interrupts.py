@@ -1,9 +1,9 @@
 """``--timeout`` and Ctrl-C (SIGINT) for one command, without races against its own teardown.
 
 Both raise only while the run is *live* (:data:`gradcli.limits.DEADLINE`): from the start of the
-command until it begins to write its output (:func:`gradcli.limits.settle`). Afterwards the alarm
-is a no-op and SIGINT is only remembered, so a document that has started is finished, and the
-process then exits 130. The alarm is one-shot (``setitimer`` with no interval); should its
+command until it begins to write its output (:func:`gradcli.limits.settle`, which calls
+:func:`hold`). Then the alarm is stopped and SIGINT is held back (blocked, left pending), so a
+document that has started is finished whole, and the process then exits 130. The alarm is one-shot (``setitimer`` with no interval); should its
 exception be swallowed (raised inside a finalizer), the evaluator's and engine's polls of
 ``DEADLINE.expired`` raise it again. Leaving the block first marks the run over, then stops the
 timer, then restores the old handlers (``signal.signal`` runs any pending Python-level handler

@@ -50,15 +50,6 @@ def positive(flag: str, value):
     return value
 
 
-def finite(flag: str, value, *, positive_only: bool = False):
-    if value is None:
-        return None
-    if not math.isfinite(value) or value < 0 or (positive_only and value == 0):
-        what = "a positive" if positive_only else "a non-negative"
-        raise UsageError(f"{flag} must be {what} finite number, not {value!r}")
-    return value
-
-
 def seed(value):
     """torch's range; a negative seed maps to ``seed % 2**64``, as ``torch.manual_seed`` does."""
     if value is None:

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 
-from ..errors import DeviceError, UsageError
+from ..errors import DeviceError
 
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")

@@ -504,3 +504,12 @@ def test_a_signal_while_the_output_is_blocked_on_a_pipe_loses_nothing():
     code, out, err = _slow_reader(args, signal_after=1.5, read_after=2.5)
     doc = json.loads(out)  # one whole document: the interruption came after the run, during its output
     assert code == 130 and doc["variables"][-1]["data"] == 2.0 * 2 ** 20
+
+
+def test_thirty_nested_create_graph_grads_stop_at_the_timeout():
+    src = ("x = tensor(1.0, requires_grad=True)\ny = sin(x) * exp(x)\n" +
+           "".join(f"g{i}, = grad({'y' if i == 0 else f'g{i - 1}'}, [x], create_graph=True)\n" for i in range(30)))
+    proc, seconds = timed("eval", src, "--timeout", "2", "--json")
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["message"] == "the program ran longer than --timeout 2 s"
+    assert doc["error"]["line"] > 3 and seconds < 30  # the graph doubles at each level: it never ends alone

@@ -513,3 +513,16 @@ def test_thirty_nested_create_graph_grads_stop_at_the_timeout():
     doc = one_document(proc)
     assert proc.returncode == 3 and doc["error"]["message"] == "the program ran longer than --timeout 2 s"
     assert doc["error"]["line"] > 3 and seconds < 30  # the graph doubles at each level: it never ends alone
+
+
+def test_the_table_shows_the_first_and_last_of_many_variables(tmp_path):
+    f = tmp_path / "chain.grad"
+    f.write_text("x0 = ones(2)\n" + "".join(f"x{i + 1} = x{i} * 1.0\n" for i in range(3000)))
+    proc, seconds = timed("eval", "-f", str(f))
+    lines = proc.stdout.splitlines()
+    names = [line.split()[0] for line in lines if line.startswith(" x")]
+    assert proc.returncode == 0 and seconds < 60  # rich took ~2.5 ms a row: 10,000 rows were 25 s of output
+    assert names == [f"x{i}" for i in range(500)] + [f"x{i}" for i in range(2501, 3001)]
+    assert any("2,001 more variables, not shown here (--json lists them all)" in line for line in lines)
+    proc = cli("eval", "-f", str(f), "--json")
+    assert len(one_document(proc)["variables"]) == 3001

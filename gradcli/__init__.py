@@ -9,7 +9,38 @@ As a library it keeps PyTorch's names::
     x.grad            # tensor([2., 4.])
 """
 
-from ._version import __version__  # noqa: F401
+import sys as _sys
+
+
+def _quiet_ctrl_c_while_starting() -> None:
+    """Run as the ``gradcli`` command, Ctrl-C during the imports below (a few hundred ms on a busy
+    machine) ends the process with status 130 and, under ``--json``, one JSON document, instead
+    of a KeyboardInterrupt traceback; :func:`gradcli.cli.fast.main` then takes SIGINT over. Imported
+    as a library, nothing changes."""
+    argv = getattr(_sys, "orig_argv", None) or []
+    as_command = argv[1:3] == ["-m", "gradcli"] or _sys.argv[0].endswith(("/gradcli", "\\gradcli", "gradcli.exe"))
+    if not as_command:
+        return
+    import os
+    import signal
+
+    def interrupted(signum, frame):
+        if "--json" in _sys.argv:
+            version = getattr(_sys.modules.get("gradcli._version"), "__version__", None)
+            os.write(1, ('{"version": %s, "variables": [], "printed": [], "checks": [], "backward": "none", '
+                         '"error": {"kind": "interrupted", "message": "interrupted", "line": null, "column": null}}\n'
+                         % ("null" if version is None else '"%s"' % version)).encode())
+        os.write(2, b"interrupted\n")
+        os._exit(130)
+    try:
+        signal.signal(signal.SIGINT, interrupted)
+    except ValueError:  # not the main thread
+        pass
+
+
+_quiet_ctrl_c_while_starting()
+
+from ._version import __version__  # noqa: F401,E402
 
 from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
 from . import autograd  # noqa: F401

@@ -21,6 +21,7 @@ from heapq import heappop, heappush
 
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
 from ..errors import ArgumentValueError, AutogradError, GradTypeError, RuntimeTypeError, ShapeError
+from ..limits import DEADLINE as _DEADLINE, poll as _poll
 from .grad_mode import STATE as _GRAD
 from .introspection import NODE_HOOKS as _NODE_HOOKS, POST_ACCUMULATE as _POST_ACCUMULATE
 from .introspection import run_post_accumulate, run_posthooks, run_prehooks
@@ -362,6 +363,8 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
         node = heappop(ready)[1] if ready else None
         nxt = None
         while node is not None:
+            if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here
+                _poll()
             g = pop(node, None)
             if g is not None:
                 if node._pre_hooks:

@@ -17,6 +17,7 @@ import weakref
 from ..backend import dtypes as _dt
 from ..backend import NUMPY, Backend
 from ..errors import AutogradError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
+from ..limits import TRACK_BYTES as _TRACK_BYTES, check_host_objects as _check_host_objects, track as _track
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
@@ -50,6 +51,7 @@ class Tensor:
 
     # -- construction -----------------------------------------------------------
     def __init__(self, data, requires_grad: bool = False, *, backend: Backend = NUMPY):
+        _track(data)
         self._data = data
         self._backend = backend
         self._requires_grad = False
@@ -69,6 +71,9 @@ class Tensor:
         t = object.__new__(cls)
         if data.__class__ is not _ndarray_type:
             data = backend.fix(data)
+            _track(data)
+        elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory (limits.track)
+            _track(data)
         t._data = data
         t._backend = backend
         t._requires_grad = grad_fn is not None
@@ -306,6 +311,7 @@ class Tensor:
         return self._backend.to_host(self._data)
 
     def tolist(self):
+        _check_host_objects(self.numel(), "tolist()'s list")
         return self._backend.to_host(self._data).tolist()
 
     def item(self):

@@ -24,6 +24,7 @@ from ..autograd.introspection import saved_tensors_hooks
 CONTEXT_MANAGERS = (_DecoratorContextManager, detect_anomaly, set_detect_anomaly, saved_tensors_hooks)
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
 from . import sandbox
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
@@ -95,7 +96,7 @@ class Evaluator:
 
     def __init__(self, *, on_print=None, auto_backward: bool = True, observers=()):
         self.env: dict[str, object] = {}
-        self.order: list[str] = []
+        self.order: dict[str, None] = {}  # names in order of first binding (a dict: O(1) to look up)
         self.on_print = on_print
         self.auto_backward = auto_backward
         self.result = RunResult()
@@ -104,6 +105,7 @@ class Evaluator:
         self.last_value = None
         self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
+        self.printed_chars = 0
         self.observers = list(observers)
         call = self._invoke
         for observer in reversed(self.observers):
@@ -173,6 +175,8 @@ class Evaluator:
         return ctx
 
     def _exec(self, stmt) -> None:
+        if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
+            raise timeout_error().at(stmt.line, stmt.column)
         for observer in self.observers:
             observer.before_statement(stmt)
         self.last_stmt = stmt
@@ -185,11 +189,9 @@ class Evaluator:
             observer.after_statement(stmt, self.last_value)
 
     def _bind(self, name: str, value) -> None:
-        if name not in self.env and name not in self.order:
-            self.order.append(name)
-        elif name not in self.env:
-            self.order.remove(name)
-            self.order.append(name)
+        if name not in self.env:
+            self.order.pop(name, None)  # bound again after del: it moves to the end
+            self.order[name] = None
         self.env[name] = value
         for observer in self.observers:
             observer.on_bind(name, value)
@@ -366,13 +368,18 @@ class Evaluator:
 
     def _invoke(self, fn, args, kwargs, node):
         """The call itself, once the observers have seen it."""
+        if DEADLINE.expired:
+            poll()
         sandbox.check_arguments(args, kwargs)
         if fn is EXPLICIT_BACKWARD[0] or fn is EXPLICIT_BACKWARD[1]:
             self.explicit_backward = True
         return sandbox.call(fn, args, kwargs)
 
     def _print(self, *args, sep=" ", end="\n"):
-        text = str(sep).join(display(a) for a in args)
+        left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text
+        text = str(sep).join(display(a, left) for a in args)
+        check_output(len(text), "the printed text", left)
+        self.printed_chars += len(text) + 1
         self.result.printed.append(text)
         if self.on_print is not None:
             self.on_print(text + ("" if end == "\n" else str(end)))

@@ -132,8 +132,23 @@ def method(obj, name):
     return methods[name]
 
 
+# difflib's matching is quadratic in the names' length: the did-you-mean hint looks only at names of
+# sensible length and similar size, and at a bounded number of them (a hostile program's 600 KB name
+# or 10**5 variables must not turn an error message into minutes of work).
+HINT_MAX_LENGTH = 64
+HINT_MAX_CANDIDATES = 2000
+
+
 def suggest(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if len(name) > HINT_MAX_LENGTH:
+        return ""
+    near = []
+    for c in candidates:
+        if abs(len(c) - len(name)) <= 3 and len(c) <= HINT_MAX_LENGTH:
+            near.append(c)
+            if len(near) >= HINT_MAX_CANDIDATES:
+                break
+    close = difflib.get_close_matches(name, near, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 

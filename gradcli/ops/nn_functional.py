@@ -248,7 +248,7 @@ _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "in
 
 def _check_nll(input, target):
     if not isinstance(target, Tensor):
-        raise GradTypeError(f"nll_loss(): argument 'target' must be Tensor, not {type(target).__name__}")
+        raise GradTypeError(f"nll_loss(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
     if input.ndim < 1:
         raise ShapeError("input tensor should be 1D or 2D")
     if input.ndim <= 2 and target.ndim > 1:
@@ -310,6 +310,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   label_smoothing=0.0):
     """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;
     label_smoothing mixes in the uniform distribution, as torch."""
+    for what, value in (("input", input), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
+                                f"Tensor, not {_type_name(value)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ShapeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
@@ -324,6 +328,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         loss = apply(MulBackward1, (loss,), (1 - label_smoothing,)) + \
             apply(MulBackward1, (smooth,), (label_smoothing / input.shape[class_dim],))
     return loss
+
+
+def _type_name(value) -> str:
+    return "function" if callable(value) and not isinstance(value, type) else type(value).__name__
 
 
 def _smooth_loss(logp, target, weight, ignore_index, code, class_dim):

@@ -210,3 +210,42 @@ def test_class_indices_of_any_dimension_with_weight_and_ignore_index(shape, name
     (ours * ours).sum().backward()
     (theirs * theirs).sum().backward()
     assert close(gx.grad, tx.grad, "float64")
+
+
+def graph(node, depth=0, out=None):
+    """The whole backward graph as (depth, name) pairs, depth first."""
+    out = [] if out is None else out
+    stack = [(node, depth)]
+    while stack:
+        n, d = stack.pop()
+        if n is None:
+            continue
+        out.append((d, n.name().replace("torch::autograd::", "")))
+        stack.extend((c, d + 1) for c, _ in reversed(n.next_functions))
+    return out
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 5), (2, 5, 4)])
+@pytest.mark.parametrize("kind", ["indices", "probabilities"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_label_smoothing(shape, kind, reduction, weighted):
+    data = rng.standard_normal(shape)
+    if kind == "indices":
+        target = np.asarray(rng.integers(0, 5, (shape[0],) + shape[2:]) if len(shape) > 1 else rng.integers(0, 5, ()))
+        if target.ndim:
+            target.flat[0] = -100
+    else:
+        target = np.exp(data) / np.exp(data).sum(1 if len(shape) > 1 else 0, keepdims=True)
+    w = rng.uniform(0.5, 2, 5) if weighted else None
+    gx = gc.tensor(data.tolist(), dtype="float64", requires_grad=True)
+    tx = torch.tensor(data, requires_grad=True)
+    gt = gc.tensor(target.tolist(), dtype="float64" if kind == "probabilities" else None)
+    ours = F["cross_entropy"](gx, gt, weight=None if w is None else gc.tensor(w.tolist(), dtype="float64"),
+                              reduction=reduction, label_smoothing=0.2)
+    theirs = TF.cross_entropy(tx, torch.tensor(target), weight=None if w is None else torch.tensor(w),
+                              reduction=reduction, label_smoothing=0.2)
+    assert close(ours, theirs, "float64") and graph(ours.grad_fn) == graph(theirs.grad_fn)
+    (ours * ours).sum().backward()
+    (theirs * theirs).sum().backward()
+    assert close(gx.grad, tx.grad, "float64")

@@ -5,9 +5,11 @@ reduction ops of the same names; this family adds the losses a tensor-autograd t
 Their category is "functional": the language maps ``F.<name>`` to them.
 
 Each records what torch records: one node for mse_loss (MseLossBackward0),
-binary_cross_entropy(_with_logits) and nll_loss (NllLossBackward0); l1_loss is torch's
+binary_cross_entropy(_with_logits) and nll_loss (NllLossBackward0; NllLoss2DBackward0 for 4-d
+inputs, a view to 4-d and back for other dims, as torch's nll_loss_nd); l1_loss is torch's
 composite (Sub, Abs, then Mean or Sum); cross_entropy is log_softmax then nll_loss, or, with
-class probabilities, -(log_softmax * target) summed (and divided by the batch size: DivBackward1).
+class probabilities, -(log_softmax * target) summed (and divided by the batch size: DivBackward1);
+label smoothing adds torch's smoothing term (MulBackward1, MaskedFillBackward0...).
 Formulas follow torch's backward kernels operation for operation (same order of rounding).
 Reductions are torch's ints (none 0, mean 1, sum 2), as ``_saved_reduction`` shows them.
 """
@@ -246,7 +248,7 @@ _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "in
 
 def _check_nll(input, target):
     if not isinstance(target, Tensor):
-        raise GradTypeError(f"nll_loss(): argument 'target' must be Tensor, not {type(target).__name__}")
+        raise GradTypeError(f"nll_loss(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
     if input.ndim < 1:
         raise ShapeError("input tensor should be 1D or 2D")
     if input.ndim <= 2 and target.ndim > 1:
@@ -295,23 +297,66 @@ formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_g
 
 DivBackward1 = define_node("DivBackward1", attrs=("other",), self="grad / other",
                            forward=lambda xp, x, other: x / other)
+# The C++ forms torch's label smoothing records: a tensor times a number, and masked_fill_
+MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
+                           forward=lambda xp, x, other: x * other)
+MaskedFillBackward0 = define_node("MaskedFillBackward0", attrs=("mask", "value"), self="F.where(mask, 0.0, grad)",
+                                  forward=lambda xp, x, mask, value: xp.where(mask, x.dtype.type(value), x))
 
 
-@op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0, DivBackward1,
-    method=False, category="functional")
+@op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0,
+    DivBackward1, MulBackward1, MaskedFillBackward0, method=False, category="functional")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
-    """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities."""
-    if label_smoothing:
-        raise GradTypeError("cross_entropy: label_smoothing is not supported by gradcli")
-    if not isinstance(target, Tensor):  # torch checks it first (its name there: cross_entropy_loss)
-        raise GradTypeError(f"cross_entropy(): argument 'target' (position 2) must be Tensor, "
-                            f"not {type(target).__name__}")
+    """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;
+    label_smoothing mixes in the uniform distribution, as torch."""
+    for what, value in (("input", input), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
+                                f"Tensor, not {_type_name(value)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ShapeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
     if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[class_dim]
         return _soft_cross_entropy(logp, target, weight, _reduction(reduction), class_dim)
-    return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing > 0:
+        smooth = _smooth_loss(logp, target, weight, ignore_index, _reduction(reduction), class_dim)
+        loss = apply(MulBackward1, (loss,), (1 - label_smoothing,)) + \
+            apply(MulBackward1, (smooth,), (label_smoothing / input.shape[class_dim],))
+    return loss
+
+
+def _type_name(value) -> str:
+    return "function" if callable(value) and not isinstance(value, type) else type(value).__name__
+
+
+def _smooth_loss(logp, target, weight, ignore_index, code, class_dim):
+    """torch's label-smoothing term: -(sum over classes of logp [* weight]), ignored targets
+    zeroed, then reduced (the mean over the targets kept, or their weights)."""
+    if weight is not None:
+        shape = [1] * logp.ndim
+        shape[class_dim] = logp.shape[class_dim]
+        weight = as_tensor_arg(weight, logp, "weight")
+        smooth = -(logp * weight.reshape(tuple(shape))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    ignored = target._data == ignore_index
+    smooth = apply(MaskedFillBackward0, (smooth,), (ignored, 0.0))
+    if code == 0:
+        return smooth
+    if code == 2:
+        return smooth.sum()
+    kept = target._data[~ignored]
+    if weight is not None:
+        from ..autograd.factory import tensor
+        w = weight._backend.to_host(weight._data)[weight._backend.to_host(kept)]
+        return smooth.sum() / tensor(w.sum(dtype=w.dtype).item(), dtype=weight.dtype.name)
+    from ..autograd.factory import tensor
+    return smooth.sum() / tensor(int((~ignored).sum()))
 
 
 def _soft_cross_entropy(logp, target, weight, code, class_dim):

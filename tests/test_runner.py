@@ -651,3 +651,18 @@ def test_a_failed_assert_shows_the_values_its_call_was_given(tmp_path):
         (8, "allclose(tensor([0., 0.]), 1.0)")]
     assert res.failures[0].text.split("\n")[-1] == \
         "where: allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)"
+
+
+def test_without_worker_processes_it_runs_in_one(tmp_path, monkeypatch, capsys):
+    """Where queues cannot be made (no /dev/shm for their semaphores), -j N runs in this process."""
+    class NoSemaphores:
+        def Queue(self):
+            raise OSError(38, "Function not implemented")
+    write(tmp_path, {"a.grad": PASS, "b.grad": FAIL})
+    monkeypatch.chdir(tmp_path)
+    rc1, one, _ = gradcli_test("--json", "-j", "1", capsys=capsys)
+    monkeypatch.setattr(workers, "_context", NoSemaphores)
+    rc2, two, err = gradcli_test("--json", "-j", "2", capsys=capsys)
+    assert rc1 == rc2 == 1 and _records(one) == _records(two)
+    assert err.startswith("note: running in one process: worker processes are not available here "
+                          "([Errno 38] Function not implemented)\n")

@@ -93,11 +93,11 @@ def _usage_error(err: GradcliError, json_: bool) -> int:
 def _run(items, settings, jobs, exitfirst, enabled):
     """Each item's result, in collection order, and whether ``-x`` stopped the run early."""
     from .report import Progress
-    from .workers import Pool, default_jobs
+    from .workers import default_jobs
     jobs = min(jobs or default_jobs(), len(items))
     if items:
         _warm_up()
-    pool = Pool(settings, jobs).start(items) if jobs > 1 else None  # before the progress bar
+    pool = _pool(settings, jobs, items) if jobs > 1 else None  # before the progress bar
     progress = Progress(len(items), enabled)
     results, stopped = [], False
     try:
@@ -113,6 +113,21 @@ def _run(items, settings, jobs, exitfirst, enabled):
             pool.close()
     results.sort(key=lambda r: r.index)
     return results, stopped
+
+
+def _pool(settings, jobs, items):
+    """Started workers, or None (run in this process) where the system cannot give processes
+    and their queues (no /dev/shm for the semaphores, a process limit): slower, not wrong."""
+    from .workers import Pool
+    pool = None
+    try:
+        pool = Pool(settings, jobs)
+        return pool.start(items)
+    except OSError as exc:
+        if pool is not None:
+            pool.close()
+        print(f"note: running in one process: worker processes are not available here ({exc})", file=sys.stderr)
+        return None
 
 
 def _warm_up() -> None:

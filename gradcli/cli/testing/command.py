@@ -16,15 +16,15 @@ from ...errors import GradcliError, UsageError
 
 
 def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None, json_=False,
-              gradcheck=False, exitfirst=False, test_seed=0, test_timeout=60.0, dtype="float32",
+              gradcheck=False, exitfirst=False, test_seed=None, test_timeout=60.0, dtype=None,
               eps=1e-6, atol=1e-5, rtol=1e-3, max_elements=None, max_program_size=None,
               max_statements=None, debug=False) -> int:
     from . import report
     from .execute import Settings
     started, t0 = time.time(), time.perf_counter()
     try:
-        settings = Settings(seed=test_seed, timeout=test_timeout or None, dtype=dtype, gradcheck=gradcheck,
-                            eps=eps, atol=atol, rtol=rtol, max_elements=max_elements,
+        settings = Settings(seed=test_seed, timeout=test_timeout or None, dtype=dtype or "float32",
+                            gradcheck=gradcheck, eps=eps, atol=atol, rtol=rtol, max_elements=max_elements,
                             max_program_size=max_program_size, max_statements=max_statements, debug=debug)
         _check_options(settings, jobs, junit_xml)
         collected, chosen, shard = _collect(paths, keyword, shard)

@@ -184,7 +184,7 @@ def test_outcomes_and_problem_records(tmp_path):
         "binary.grad": "error", "fail.grad": "failed", "pass.grad": "passed", "shape.grad": "error",
         "syntax.grad": "error"}
     assert [p.record() for p in results["fail.grad"].failures] == [
-        {"kind": "assert", "line": 4, "column": 1, "message": "assert failed: dy/dx is 2x",
+        {"kind": "assert", "line": 4, "column": 1, "message": "assertion failed: dy/dx is 2x",
          "where": "allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>))"}]
     assert results["fail.grad"].checks == [{"line": 4, "passed": False, "message": "dy/dx is 2x"}]
     assert (results["syntax.grad"].error.kind, results["syntax.grad"].error.line) == ("syntax", 2)
@@ -210,7 +210,7 @@ def test_a_failure_prints_the_caret_report_and_exits_1(tmp_path, monkeypatch, ca
     assert rc == 1
     body = out.rsplit("\n", 2)[0]
     assert body == (
-        "FAILED bad.grad:4:1: assert failed: dy/dx is 2x\n"
+        "FAILED bad.grad:4:1: assertion failed: dy/dx is 2x\n"
         '   | assert allclose(x.grad, 3 * x), "dy/dx is 2x"\n'
         "   | ^\n"
         "where: allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>))\n"
@@ -370,7 +370,7 @@ def test_junit_xml_has_the_shape_ci_reporters_read(tmp_path, monkeypatch, capsys
     assert list(cases) == [("grads", "bad.grad"), ("grads.deep", "broken.grad"), ("gradcli", "noisy.grad"),
                            ("gradcli", "ok.grad")]
     failure = cases["grads", "bad.grad"].find("failure")
-    assert (failure.get("type"), failure.get("message")) == ("assert", "grads/bad.grad:4: assert failed: dy/dx is 2x")
+    assert (failure.get("type"), failure.get("message")) == ("assert", "grads/bad.grad:4: assertion failed: dy/dx is 2x")
     assert failure.text.split("\n")[1] == '   | assert allclose(x.grad, 3 * x), "dy/dx is 2x"'
     error = cases["grads.deep", "broken.grad"].find("error")
     assert error.get("type") == "syntax" and error.get("message") == "grads/deep/broken.grad:2: '(' was never closed"
@@ -603,7 +603,7 @@ def test_the_progress_bar_on_a_terminal_leaves_the_report(tmp_path):
     assert rc == 1
     assert "━" in out and "gradcli test" in out  # the bar was drawn
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "")
-    assert "FAILED zz.grad:4:1: assert failed: dy/dx is 2x\n" in text
+    assert "FAILED zz.grad:4:1: assertion failed: dy/dx is 2x\n" in text
     assert re.search(r"30 passed, 1 failed, 0 errors in \d+\.\d\d s", text)
 
 
@@ -632,22 +632,59 @@ def test_control_characters_from_a_program_are_shown_escaped(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     rc, out, _ = gradcli_test("-j", "1", capsys=capsys)
     assert rc == 1 and "\x1b" not in out and "\x07" not in out
-    assert out.split("\n")[0] == "FAILED evil.grad:2:1: assert failed: clear \\x1b[2J bell \\x07"
+    assert out.split("\n")[0] == "FAILED evil.grad:2:1: assertion failed: clear \\x1b[2J bell \\x07"
     rc, out, _ = gradcli_test("-j", "1", "--json", capsys=capsys)
-    assert json.loads(out)["results"][0]["failures"][0]["message"] == "assert failed: clear \x1b[2J bell \x07"
+    assert json.loads(out)["results"][0]["failures"][0]["message"] == "assertion failed: clear \x1b[2J bell \x07"
 
 
 def test_a_failed_assert_shows_the_values_its_call_was_given(tmp_path):
     """Only for a failed assert whose test is a call, with the values as they were at the assert."""
-    write(tmp_path, {"m.grad": "w = tensor([1.0, 2.0], requires_grad=True)\n(w * w).sum().backward()\n"
-                               "assert w.grad.allclose(3 * w, atol=0.5)\nassert allclose(w.grad, 2 * w)\n"
-                               "g = w.grad\nassert g.sum() == 7, 'compare: no call to show'\n"
-                               "g.zero_()\nassert allclose(g, 1.0)\n"})
-    (item,) = collect.collect([str(tmp_path)])
-    res = run_file(item, Settings())
-    assert [(p.line, p.where) for p in res.failures] == [
-        (3, "allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)"),
-        (6, None),
-        (8, "allclose(tensor([0., 0.]), 1.0)")]
-    assert res.failures[0].text.split("\n")[-1] == \
+    head = "w = tensor([1.0, 2.0], requires_grad=True)\n(w * w).sum().backward()\n"
+    write(tmp_path, {"a.grad": head + "assert w.grad.allclose(3 * w, atol=0.5)\n",
+                     "b.grad": head + "assert allclose(w.grad, 2 * w)\ng = w.grad\nassert g.sum() == 7, 'no call'\n",
+                     "c.grad": head + "g = w.grad\ng.zero_()\nassert allclose(g, 1.0)\n"})
+    results = [run_file(item, Settings()) for item in collect.collect([str(tmp_path)])]
+    assert [[(p.line, p.where) for p in r.failures] for r in results] == [
+        [(3, "allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)")],
+        [(5, None)],
+        [(5, "allclose(tensor([0., 0.]), 1.0)")]]
+    assert results[0].failures[0].text.split("\n")[-1] == \
         "where: allclose(tensor([2., 4.]), tensor([3., 6.], grad_fn=<MulBackward0>), atol=0.5)"
+
+
+def test_without_worker_processes_it_runs_in_one(tmp_path, monkeypatch, capsys):
+    """Where queues cannot be made (no /dev/shm for their semaphores), -j N runs in this process."""
+    class NoSemaphores:
+        def Queue(self):
+            raise OSError(38, "Function not implemented")
+    write(tmp_path, {"a.grad": PASS, "b.grad": FAIL})
+    monkeypatch.chdir(tmp_path)
+    rc1, one, _ = gradcli_test("--json", "-j", "1", capsys=capsys)
+    monkeypatch.setattr(workers, "_context", NoSemaphores)
+    rc2, two, err = gradcli_test("--json", "-j", "2", capsys=capsys)
+    assert rc1 == rc2 == 1 and _records(one) == _records(two)
+    assert err.startswith("note: running in one process: worker processes are not available here "
+                          "([Errno 38] Function not implemented)\n")
+
+
+def test_an_assert_that_stops_the_program_is_one_failure(tmp_path, monkeypatch):
+    """Where a failed assert stops the program (a CheckFailed error of kind "check", as issue 14 makes
+    it), the file fails once for it, with the same report, and is not an error."""
+    from gradcli.cli import session
+    from gradcli.errors import CheckFailed
+    real = session.run_prepared
+
+    def stopping(opts, prepared, interp, configure_first=True):
+        result = real(opts, prepared, interp, configure_first)
+        bad = next((c for c in result.checks if not c.passed), None)
+        if bad is not None:
+            result.error = CheckFailed(f"assertion failed: {bad.message}", line=bad.line, column=1)
+        return result
+
+    write(tmp_path, {"bad.grad": FAIL})
+    (item,) = collect.collect([str(tmp_path)])
+    before = run_file(item, Settings())
+    monkeypatch.setattr(session, "run_prepared", stopping)
+    after = run_file(item, Settings())
+    assert after.outcome == before.outcome == "failed" and after.error is None
+    assert [p.text for p in after.failures] == [p.text for p in before.failures] and len(after.failures) == 1

@@ -99,7 +99,7 @@ OPTIONS = _opts(
     Opt("gradcheck", ("--gradcheck",), bool, False,
         help="Also compare each program's gradients with finite differences, as gradcli check does."),
     Opt("exitfirst", ("-x", "--exitfirst"), bool, False, help="Stop at the first failure or error."),
-    Opt("test_seed", ("--seed",), int, 0, metavar="N", help="Seed for rand/randn, the same for every file."),
+    Opt("test_seed", ("--seed",), int, metavar="N", help="Seed for rand/randn, the same for every file (default 0)."),
     Opt("test_timeout", ("--timeout",), float, 60.0, metavar="SECONDS",
         help="Time limit per file (an error; 0: none)."),
 )

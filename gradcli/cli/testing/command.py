@@ -16,15 +16,15 @@ from ...errors import GradcliError, UsageError
 
 
 def run_tests(*, paths=None, keyword=None, jobs=None, shard=None, junit_xml=None, json_=False,
-              gradcheck=False, exitfirst=False, test_seed=0, test_timeout=60.0, dtype="float32",
+              gradcheck=False, exitfirst=False, test_seed=None, test_timeout=60.0, dtype=None,
               eps=1e-6, atol=1e-5, rtol=1e-3, max_elements=None, max_program_size=None,
               max_statements=None, debug=False) -> int:
     from . import report
     from .execute import Settings
     started, t0 = time.time(), time.perf_counter()
     try:
-        settings = Settings(seed=test_seed, timeout=test_timeout or None, dtype=dtype, gradcheck=gradcheck,
-                            eps=eps, atol=atol, rtol=rtol, max_elements=max_elements,
+        settings = Settings(seed=test_seed, timeout=test_timeout or None, dtype=dtype or "float32",
+                            gradcheck=gradcheck, eps=eps, atol=atol, rtol=rtol, max_elements=max_elements,
                             max_program_size=max_program_size, max_statements=max_statements, debug=debug)
         _check_options(settings, jobs, junit_xml)
         collected, chosen, shard = _collect(paths, keyword, shard)
@@ -93,11 +93,11 @@ def _usage_error(err: GradcliError, json_: bool) -> int:
 def _run(items, settings, jobs, exitfirst, enabled):
     """Each item's result, in collection order, and whether ``-x`` stopped the run early."""
     from .report import Progress
-    from .workers import Pool, default_jobs
+    from .workers import default_jobs
     jobs = min(jobs or default_jobs(), len(items))
     if items:
         _warm_up()
-    pool = Pool(settings, jobs).start(items) if jobs > 1 else None  # before the progress bar
+    pool = _pool(settings, jobs, items) if jobs > 1 else None  # before the progress bar
     progress = Progress(len(items), enabled)
     results, stopped = [], False
     try:
@@ -113,6 +113,21 @@ def _run(items, settings, jobs, exitfirst, enabled):
             pool.close()
     results.sort(key=lambda r: r.index)
     return results, stopped
+
+
+def _pool(settings, jobs, items):
+    """Started workers, or None (run in this process) where the system cannot give processes
+    and their queues (no /dev/shm for the semaphores, a process limit): slower, not wrong."""
+    from .workers import Pool
+    pool = None
+    try:
+        pool = Pool(settings, jobs)
+        return pool.start(items)
+    except OSError as exc:
+        if pool is not None:
+            pool.close()
+        print(f"note: running in one process: worker processes are not available here ({exc})", file=sys.stderr)
+        return None
 
 
 def _warm_up() -> None:

@@ -29,7 +29,7 @@ PASSED, FAILED, ERROR = "passed", "failed", "error"
 @dataclass
 class Settings:
     """What every file runs with (the command line's options, checked once)."""
-    seed: int = 0
+    seed: int | None = None  # None: 0, unless the session reads a seed from the file itself
     timeout: float | None = 60.0
     dtype: str = "float32"
     gradcheck: bool = False
@@ -116,6 +116,10 @@ def _run(item, settings: Settings, res: FileResult, source: list) -> None:
     from .. import session
     opts = _options(settings, file=item.path)
     prepared = session.prepare(opts)  # session.run's steps, with an observer added
+    if opts.seed is None:  # neither --seed nor a header in the file set it: 0, for every file alike
+        from ...ops.creation import manual_seed
+        opts.seed = 0
+        manual_seed(0)
     src = prepared.source
     source[0] = src.text
     operands = _AssertOperands()
@@ -124,16 +128,18 @@ def _run(item, settings: Settings, res: FileResult, source: list) -> None:
     res.checks = [{"line": c.line, "passed": c.passed, "message": c.message} for c in result.checks]
     for c in result.checks:
         if not c.passed:
-            message = "assert failed" + (f": {c.message}" if c.message else "")
+            message = "assertion failed" + (f": {c.message}" if c.message else "")
             _fail(res, "assert", c.line, None, message, src.text, operands.failed.get(c.line))
     if result.error is not None:
-        if result.error.kind == "check":  # an assert that stops the program (SPEC §1)
-            _fail(res, "assert", result.error.line, result.error.column, result.error.message, src.text)
+        err = result.error
+        if err.kind == "check":  # an assert that stops the program (SPEC §1), unless counted above
+            if not any(p.line == err.line for p in res.failures):
+                _fail(res, "assert", err.line, err.column, err.message, src.text, operands.failed.get(err.line))
         else:
-            _error(res, result.error, src.text)
+            _error(res, err, src.text)
         return
     if settings.gradcheck:
-        _gradcheck(settings, res, src.text)
+        _gradcheck(settings, res, src.text, opts.seed)
 
 
 def _options(settings: Settings, **program):
@@ -143,13 +149,13 @@ def _options(settings: Settings, **program):
                    max_statements=settings.max_statements, **program)
 
 
-def _gradcheck(settings: Settings, res: FileResult, text: str) -> None:
+def _gradcheck(settings: Settings, res: FileResult, text: str, seed: int) -> None:
     """``gradcli check`` on the program (float64, no automatic backward); a mismatch is a failure,
     a program it cannot check (no leaf requires grad...) an error, as ``gradcli check`` exits 2."""
     from ..check import _check as check_program  # the body of `gradcli check`, without its printing
     from ..check import _float
     opts = _options(settings, source=text)
-    opts.dtype, opts.no_backward = "float64", True
+    opts.dtype, opts.no_backward, opts.seed = "float64", True, seed  # the seed the file ran with
     try:
         _, checks, _, _ = check_program(opts, settings.eps, settings.atol, settings.rtol)
     except GradcliError as err:

@@ -9,12 +9,43 @@ As a library it keeps PyTorch's names::
     x.grad            # tensor([2., 4.])
 """
 
-from ._version import __version__  # noqa: F401
+import sys as _sys
+
+
+def _quiet_ctrl_c_while_starting() -> None:
+    """Run as the ``gradcli`` command, Ctrl-C during the imports below (a few hundred ms on a busy
+    machine) ends the process with status 130 and, under ``--json``, one JSON document, instead
+    of a KeyboardInterrupt traceback; :func:`gradcli.cli.fast.main` then takes SIGINT over. Imported
+    as a library, nothing changes."""
+    argv = getattr(_sys, "orig_argv", None) or []
+    as_command = argv[1:3] == ["-m", "gradcli"] or _sys.argv[0].endswith(("/gradcli", "\\gradcli", "gradcli.exe"))
+    if not as_command:
+        return
+    import os
+    import signal
+
+    def interrupted(signum, frame):
+        if "--json" in _sys.argv:
+            version = getattr(_sys.modules.get("gradcli._version"), "__version__", None)
+            os.write(1, ('{"version": %s, "variables": [], "printed": [], "checks": [], "backward": "none", '
+                         '"error": {"kind": "interrupted", "message": "interrupted", "line": null, "column": null}}\n'
+                         % ("null" if version is None else '"%s"' % version)).encode())
+        os.write(2, b"interrupted\n")
+        os._exit(130)
+    try:
+        signal.signal(signal.SIGINT, interrupted)
+    except ValueError:  # not the main thread
+        pass
+
+
+_quiet_ctrl_c_while_starting()
+
+from ._version import __version__  # noqa: F401,E402
 
 from . import ops as _ops  # noqa: F401  (defines the op table and Tensor methods)
 from . import autograd  # noqa: F401
 from .ops.creation import (  # noqa: F401
-    allclose, arange, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like, randn,
+    allclose, arange, eye, full, full_like, linspace, ones, ones_like, rand, rand_like, randn,
     randn_like, tensor, zeros, zeros_like,
 )
 from .backend.dtypes import (  # noqa: F401
@@ -25,11 +56,19 @@ from .errors import (  # noqa: F401
     AutogradError, CheckFailed, DeviceError, GradcliError, GradNameError, GradSyntaxError, GradTypeError,
     LimitError, ShapeError, UsageError,
 )
-from .autograd.grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .autograd.engine import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: F401
+from .autograd.grad_mode import (  # noqa: F401
+    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad, set_grad_enabled,
+)
 from .ops import *  # noqa: F401,F403
 from .ops import abs, all, any, max, min, pow, sum  # noqa: F401  (shadow builtins, as torch does)
-from .autograd.tensor import Tensor  # noqa: F401
+from .autograd.tensor import Tensor  # noqa: F401  (the class; the legacy constructor is ops.legacy_tensor)
+from .ops.legacy import cuda  # noqa: F401
+from .ops import autograd_functional as _functional
+autograd.functional = _functional  # gradcli.autograd.functional.jacobian, as torch.autograd.functional
 
 float = float32  # noqa: A001
 double = float64
 long = int64
+half = float16
+int = int32  # noqa: A001  (torch.int is int32)

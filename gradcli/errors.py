@@ -2,9 +2,9 @@
 
 The engine raises these with PyTorch's wording; the CLI adds the source position
 and maps ``exit_code`` to the process status and ``kind`` to the JSON error object.
-Each also derives from the Python builtin a library user would catch (a shape
-error is a ``ValueError``, an autograd error a ``RuntimeError``), so
-``import gradcli`` behaves like ``import torch`` in a notebook.
+Each also derives from the Python builtin torch raises in the same situation (a
+shape mismatch and an autograd error are ``RuntimeError``s, a dim or index out of
+range an ``IndexError``), so ``except RuntimeError`` written for torch catches them.
 """
 
 from __future__ import annotations
@@ -56,8 +56,28 @@ class GradTypeError(GradcliError, TypeError):
     kind, exit_code = "type", 2
 
 
-class ShapeError(GradcliError, ValueError):
+class RuntimeTypeError(GradTypeError, RuntimeError):
+    """A wrong type or dtype where torch raises RuntimeError (``requires_grad`` on an integer
+    tensor, a ``.grad`` of another dtype, ``item()`` of many elements); still a ``TypeError``."""
+
+
+class TypeIndexError(GradTypeError, IndexError):
+    """A wrong argument where torch raises IndexError: a dim out of range, a float tensor as an index."""
+
+
+class ArgumentValueError(GradTypeError, ValueError):
+    """A wrong argument where torch raises ValueError (``materialize_grads`` with ``allow_unused=False``)."""
+
+
+class ShapeError(GradcliError, RuntimeError, ValueError):
+    """Shapes that do not fit: torch raises RuntimeError (broadcasting, matmul, view); gradcli's
+    earlier ``ValueError`` stays a base for code written against it."""
+
     kind, exit_code = "shape", 2
+
+
+class GradIndexError(ShapeError, IndexError):
+    """A dim or an index out of range, indexing a 0-d tensor: torch's IndexError."""
 
 
 # exit 3: evaluation ----------------------------------------------------------

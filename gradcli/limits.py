@@ -1,16 +1,44 @@
-"""Resource limits (SPEC §5): refuse a tensor over ``max_elements`` before allocating it."""
+"""Resource limits (SPEC §5): refuse a tensor over ``max_elements`` or over the memory budget
+before allocating it, bound the text a run may print, and carry ``--timeout``'s state."""
 
 from __future__ import annotations
+
+import os
+import weakref
 
 from .errors import LimitError
 
 DEFAULT_MAX_ELEMENTS = 2 ** 28         # 1 GiB of float32
 DEFAULT_MAX_PROGRAM_BYTES = 10 * 2 ** 20  # 10 MiB of program text
 DEFAULT_MAX_STATEMENTS = 1_000_000
+DEFAULT_MAX_OUTPUT = 16 * 2 ** 20      # characters of printed text, or of the JSON document
+DEFAULT_TIMEOUT = 60.0                 # seconds of wall time for eval, check and graph (0: none)
+
+
+def default_max_memory() -> int:
+    """4 GiB, or half the physical memory or half the address-space ulimit (``ulimit -v``,
+    ``prlimit --as``) where that is less: a laptop keeps room to work, and a run under a ulimit is
+    refused with a message before the allocator fails."""
+    cap = 4 * 2 ** 30
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if physical > 0:
+            cap = min(cap, physical // 2)
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            cap = min(cap, soft // 2)
+    except (ImportError, ValueError, OSError):
+        pass
+    return cap
 
 
 class _Limits:
-    __slots__ = ("max_elements", "max_program_bytes", "max_statements")
+    __slots__ = ("max_elements", "max_program_bytes", "max_statements", "max_memory", "max_output",
+                 "itemsize")
 
     def __init__(self):
         self.reset()
@@ -19,29 +47,163 @@ class _Limits:
         self.max_elements = DEFAULT_MAX_ELEMENTS
         self.max_program_bytes = DEFAULT_MAX_PROGRAM_BYTES
         self.max_statements = DEFAULT_MAX_STATEMENTS
+        self.max_memory = default_max_memory()
+        self.max_output = DEFAULT_MAX_OUTPUT
+        self.itemsize = 4  # the default dtype's: what a tensor about to be made is assumed to take
 
 
 LIMITS = _Limits()
 
 
-class _Deadline:
-    """``--timeout``'s state, shared by the alarm (``commands._Timeout``) and the session. After it
-    first fires the alarm repeats (an exception raised while Python runs a finalizer or a gc
-    callback is printed and dropped, so one alone could be lost); once the program has stopped
-    with its error recorded, ``settled`` turns the later ticks into no-ops, so that the output
-    (variables, the error's line) is still rendered in full."""
+# -- the memory budget ---------------------------------------------------------------------------
+# A running total of the bytes held by live arrays that own their memory. Arrays are counted when a
+# tensor is made around them and uncounted by a weakref finalizer when the array itself is freed,
+# so views, saved tensors and aliases are never counted twice. Arrays under TRACK_BYTES are not
+# counted (a finalizer per small op result would cost more than the op): the statement limit bounds
+# how many of those a program can make.
 
-    __slots__ = ("expired", "settled")
+TRACK_BYTES = 1 << 16
+
+
+class _Memory:
+    __slots__ = ("live", "counted")
 
     def __init__(self):
-        self.expired = self.settled = False
+        self.live = 0
+        self.counted: dict[int, int] = {}  # id(array) -> its bytes, while it is alive
+
+
+MEMORY = _Memory()
+
+
+def _release(key: int) -> None:
+    MEMORY.live -= MEMORY.counted.pop(key, 0)
+
+
+def track(array) -> None:
+    """Count ``array`` (an op's result, a tensor's data) against ``--max-memory`` until it is freed;
+    LimitError when it takes the total over the budget (the array is freed as the error unwinds)."""
+    nbytes = getattr(array, "nbytes", 0)
+    if nbytes < TRACK_BYTES:
+        return
+    base = array
+    while getattr(base, "base", None) is not None:
+        base = base.base
+    key = id(base)
+    if key in MEMORY.counted:
+        return
+    try:
+        weakref.finalize(base, _release, key)
+    except TypeError:  # an array type without weak references: not counted
+        return
+    MEMORY.counted[key] = base.nbytes
+    MEMORY.live += base.nbytes
+    if MEMORY.live > LIMITS.max_memory:
+        raise _over_memory(0)
+
+
+def check_bytes(nbytes: int) -> None:
+    """Refuse, before allocating, ``nbytes`` more than the memory budget has left."""
+    if MEMORY.live + nbytes > LIMITS.max_memory:
+        raise _over_memory(nbytes)
+
+
+def _over_memory(more: int) -> LimitError:
+    need = f" (this needs {_bytes_text(more)} more)" if more else ""
+    return LimitError(
+        f"the run would hold {_bytes_text(MEMORY.live + more)} of arrays, over the memory limit of "
+        f"{_bytes_text(LIMITS.max_memory)}{need}",
+        hint="raise it with --max-memory BYTES (e.g. 8G) if this machine has the memory")
+
+
+def _bytes_text(n: int) -> str:
+    for unit, size in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def check_host_objects(count: int, what: str = "the list") -> None:
+    """A NumPy array turned into Python objects (``tolist()``) takes about 32 bytes an element:
+    refuse it before it is built if that would go over the memory budget."""
+    check_bytes(32 * count)
+    if count > LIMITS.max_output:
+        raise LimitError(f"{what} would have {count:,} elements, over the output limit of "
+                         f"{LIMITS.max_output:,}", hint="raise it with --max-output N")
+
+
+def check_output(size: int, what: str = "the output", limit: int | None = None) -> None:
+    """Text about to be built or written: refused beyond ``limit`` characters (what is left of
+    ``--max-output``; all of it by default)."""
+    if size > (LIMITS.max_output if limit is None else limit):
+        raise LimitError(f"{what} would be about {_count_text(size)} characters, over the output limit of "
+                         f"{LIMITS.max_output:,}",
+                         hint="raise it with --max-output N, or print a summary (x.sum(), x[:10])")
+
+
+class _Deadline:
+    """``--timeout``'s state, shared by the alarm (:mod:`gradcli.cli.interrupts`), the evaluator and
+    the engine. The alarm fires once and sets ``expired``; it raises only while the run is
+    ``live`` (a signal handler's exception raised inside a finalizer is printed and dropped, so
+    :func:`poll`, called at each statement, call and backward node, raises it again). Once a
+    command starts writing its output it clears ``live``: from then on neither the alarm nor a
+    poll raises, so the output (variables, the error's line) is written in full, once. ``at`` is
+    the deadline on ``time.monotonic()`` (None: none), for estimates of long single calls."""
+
+    __slots__ = ("expired", "live", "at", "seconds", "hold")
+
+    def __init__(self):
+        self.expired = self.live = False
+        self.at = self.seconds = None
+        self.hold = None  # called by settle(): the CLI stops the alarm and holds SIGINT back there
 
 
 DEADLINE = _Deadline()
 
 
+def timeout_error() -> LimitError:
+    return LimitError(f"the program ran longer than --timeout {DEADLINE.seconds:g} s",
+                      hint="raise it with --timeout SECONDS (0 for no limit)")
+
+
+def poll() -> None:
+    """Raise the timeout's LimitError if the deadline passed while the run is live."""
+    if DEADLINE.expired and DEADLINE.live:
+        raise timeout_error()
+
+
+def settle() -> None:
+    """The run is over: what follows (writing the output) is not interrupted by the timeout or by
+    Ctrl-C (a signal that lands in a blocked write to a pipe makes Python drop the rest of it)."""
+    DEADLINE.live = False
+    if DEADLINE.hold is not None:
+        DEADLINE.hold()
+
+
+# A documented, conservative rate for one dense matrix product (NumPy's BLAS measured 47 GFLOP/s in
+# float32 and 29 in float64 on 2 shared cores of the development machine; a laptop does more). A
+# product estimated to need more time than --timeout has left is refused before it starts, since
+# one C call cannot be interrupted: at 1e10, a 16384 x 16384 product (8.8e12 operations) is refused
+# under any timeout below 15 minutes, a 2048 x 2048 one (1.7e10) needs 2 s left.
+MATMUL_FLOPS_PER_SECOND = 1e10
+
+
+def check_flops(flops: float, what: str = "this matrix product") -> None:
+    """Refuse one C call (a matmul) estimated to run past the deadline: it cannot be interrupted."""
+    if DEADLINE.at is None or not DEADLINE.live:
+        return
+    import time
+    left = DEADLINE.at - time.monotonic()
+    need = flops / MATMUL_FLOPS_PER_SECOND
+    if need > max(left, 0.0) and need > 0.05:
+        raise LimitError(f"{what} needs about {flops:.3g} floating-point operations (~{need:.0f} s at "
+                         f"{MATMUL_FLOPS_PER_SECOND:.0e} per second), more than the {max(left, 0):.1f} s "
+                         f"left of --timeout {DEADLINE.seconds:g} s",
+                         hint="raise --timeout (0 for no limit), or use smaller matrices")
+
+
 def check_numel(shape) -> None:
-    """Raise LimitError if a tensor of ``shape`` would exceed the element limit."""
+    """Raise LimitError if a tensor of ``shape`` would exceed the element limit or the memory budget."""
     n = rows = 1
     for s in shape:
         s = int(s)
@@ -57,6 +219,8 @@ def check_numel(shape) -> None:
             f"a tensor of shape {_shape_text(shape)} has no elements, but its other dimensions multiply to "
             f"{_count_text(rows)}, over the limit of {LIMITS.max_elements:,}",
             hint="raise it with --max-elements N")
+    if n * LIMITS.itemsize >= TRACK_BYTES:
+        check_bytes(n * LIMITS.itemsize)
 
 
 def _count_text(n: int) -> str:
@@ -86,9 +250,20 @@ def check_int(value, what: str = "an integer result"):
     return value
 
 
+# Literals are refused in the postlexer, before any conversion (int() of 10 MiB of digits is
+# quadratic; decoding millions of escapes takes gigabytes): a number longer than the longest int the
+# language keeps, a string with more escapes than any sensible message has.
+MAX_NUMBER_CHARS = MAX_INT_DIGITS + 100
+MAX_STRING_ESCAPES = 100_000
+
+
+def statements_error(count: int, more: bool = False) -> "Exception":
+    from .errors import UsageError
+    return UsageError(f"the program has {'more than ' if more else ''}{count:,} statements, over the limit of "
+                      f"{LIMITS.max_statements:,}", hint="raise it with --max-statements N")
+
+
 def check_statements(count: int) -> None:
     """A program over the statement limit is bad input (exit 2, SPEC §5), like one over the size limit."""
     if count > LIMITS.max_statements:
-        from .errors import UsageError
-        raise UsageError(f"the program has {count:,} statements, over the limit of {LIMITS.max_statements:,}",
-                         hint="raise it with --max-statements N")
+        raise statements_error(count)

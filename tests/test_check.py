@@ -293,7 +293,6 @@ def test_passing_asserts_exit_0(capsys):
     (["y = sum(x ** 3); g, = grad(y, [x]); y", "-g", "x=ones(2)"], 3, "pass retain_graph=True to it"),
     (["sum(x)", "-g", "x=ones(2)", "--eps", "0"], 2, "--eps must be a positive number"),
     (["sum(x)", "-g", "x=ones(2)", "--atol", "-1"], 2, "--atol must be a non-negative number"),
-    (["sum(x)", "-g", "x=rand(100001)"], 3, "needs 200,002 runs of the program"),
 ])
 def test_errors_keep_evals_exit_codes(capsys, args, code, text):
     got, out, err = run(capsys, *args)

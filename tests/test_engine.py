@@ -59,6 +59,10 @@ def test_backward_errors(make, message):
     assert str(info.value) == message and info.value.exit_code == 3
 
 
+HINT = (" Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+        "torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
 def test_in_place_errors():
     w = gc.ones(2, requires_grad=True)
     with pytest.raises(AutogradError, match="a leaf Variable that requires grad is being used in an in-place operation."):
@@ -76,7 +80,7 @@ def test_in_place_errors():
         c.sum().backward()
     assert str(info.value) == ("one of the variables needed for gradient computation has been modified by an "
                                "inplace operation: [torch.FloatTensor [2]], which is output 0 of Mul, is at "
-                               "version 1; expected version 0 instead.")
+                               "version 1; expected version 0 instead." + HINT)
 
 
 def test_requires_grad_only_on_floats():
@@ -214,7 +218,7 @@ def test_a_million_op_chain_back_propagates():
 # -- in-place changes and the values backward needs ------------------------------------------------
 
 MODIFIED = ("one of the variables needed for gradient computation has been modified by an inplace operation: "
-            "[torch.FloatTensor [2]], which is output 0 of {}, is at version 1; expected version 0 instead.")
+            "[torch.FloatTensor [2]], which is output 0 of {}, is at version 1; expected version 0 instead." + HINT)
 
 
 @pytest.mark.parametrize("op, change, producer", [

@@ -373,7 +373,7 @@ def test_wrong_argument_messages_are_torchs():
                              ("logical_and(x, None)", "logical_and(): argument 'other' (position 2) must be Tensor, not NoneType"),
                              ("sum(x * 2).backward(inputs=[1])",
                               "all inputs have to be Tensors or GradientEdges, but got int"),
-                             ("sum(x * 2).backward(inputs=[])", "'inputs' argument to backward() cannot be empty.")]:
+                             ("sum(x * 2).backward(inputs=[])", "`inputs` argument to `backward()` cannot be empty.")]:
         code, doc = assert_contract(["eval", program, *DECLS])
         assert (code, doc["error"]["kind"], doc["error"]["message"]) == (2, "type", message)
 

@@ -188,13 +188,16 @@ def _fake_dot(tmp_path, body):
 def test_svg_and_png_are_rendered_by_dot_when_installed(capsys, tmp_path, monkeypatch, ext):
     _fake_dot(tmp_path, '# a stand-in for Graphviz: record the arguments and the DOT text\n'
                         'echo "$@" > "$(dirname "$0")/args"\ncat > "$(dirname "$0")/input"\n'
-                        'echo "rendered" > "$3"\n')
+                        'echo "rendered" > "${2#-o}"\n')
     monkeypatch.setenv("PATH", str(tmp_path) + os.pathsep + os.environ["PATH"])
     out_file = tmp_path / f"g.{ext.upper()}"
     code, out, err = run(capsys, QUICKSTART, "-o", str(out_file))
     assert code == 0, err
     assert out == f"wrote {out_file} (5 nodes)\n"
-    assert (tmp_path / "args").read_text().split() == [f"-T{ext}", "-o", str(out_file)]
+    # dot writes a temporary file beside the output (renamed into place once complete), named in
+    # the -o<path> form with an absolute path: a file called "-Tx.svg" is never read as an option
+    t_flag, o_flag = (tmp_path / "args").read_text().split()
+    assert t_flag == f"-T{ext}" and o_flag.startswith(f"-o{tmp_path}/.g.{ext.upper()}.") and o_flag.endswith(".tmp")
     code, dot_text, _ = run(capsys, QUICKSTART, "--format", "dot")
     assert (tmp_path / "input").read_text() == dot_text  # exactly the DOT that --format dot prints
     assert out_file.read_text() == "rendered\n"

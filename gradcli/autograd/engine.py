@@ -20,8 +20,11 @@ import sys as _sys
 from heapq import heappop, heappush
 
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
-from ..errors import AutogradError, GradTypeError, ShapeError
+from ..errors import ArgumentValueError, AutogradError, GradTypeError, RuntimeTypeError, ShapeError
+from ..limits import DEADLINE as _DEADLINE, poll as _poll
 from .grad_mode import STATE as _GRAD
+from .introspection import NODE_HOOKS as _NODE_HOOKS, POST_ACCUMULATE as _POST_ACCUMULATE
+from .introspection import run_post_accumulate, run_posthooks, run_prehooks
 from .node import AccumulateGrad
 from .tensor import Tensor
 
@@ -41,31 +44,103 @@ def use_formula_math(math_for) -> None:
 
 
 class _Anomaly:
-    __slots__ = ("enabled",)
+    """Anomaly mode (``enabled``, ``check_nan``). While it is on, every recorded node keeps the
+    Python stack that created it (``TRACES``, by sequence number), for the warning torch gives when
+    that node's backward fails; switching it is done here so that no op pays for a check."""
+
+    __slots__ = ("_enabled", "check_nan")
 
     def __init__(self):
-        self.enabled = False
+        self._enabled = False
+        self.check_nan = True
+
+    @property
+    def enabled(self) -> bool:
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, mode) -> None:
+        mode = bool(mode)
+        if mode != self._enabled:
+            from . import function, node
+            function._seq = node._next_seq = _traced_seq if mode else node._sequence.__next__
+            TRACES.clear()
+        self._enabled = mode
 
 
 ANOMALY = _Anomaly()
+TRACES: dict = {}
+
+
+def _traced_seq() -> int:
+    from .node import _sequence
+    from .warn import user_stack
+    n = next(_sequence)
+    TRACES[n] = user_stack()
+    return n
+
+
+def is_anomaly_enabled() -> bool:
+    return ANOMALY.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return ANOMALY.check_nan
 
 
 class detect_anomaly:
-    """``torch.autograd.detect_anomaly``: fail at the first backward node whose output has a NaN."""
+    """``torch.autograd.detect_anomaly``: inside, a backward node whose output has a NaN fails
+    (with ``check_nan``), and a failing node's forward stack is given as a warning."""
 
-    __slots__ = ("_prev",)
+    __slots__ = ("_prev", "check_nan")
+
+    def __init__(self, check_nan: bool = True):
+        from .warn import ANOMALY_ENABLED, warn
+        self.check_nan = check_nan
+        warn(ANOMALY_ENABLED)
 
     def __enter__(self):
-        self._prev = ANOMALY.enabled
-        ANOMALY.enabled = True
+        self._prev = (ANOMALY.enabled, ANOMALY.check_nan)
+        ANOMALY.enabled, ANOMALY.check_nan = True, self.check_nan
 
     def __exit__(self, *exc):
-        ANOMALY.enabled = self._prev
+        ANOMALY.enabled, ANOMALY.check_nan = self._prev
         return False
 
 
-def set_detect_anomaly(mode: bool) -> None:
-    ANOMALY.enabled = bool(mode)
+class set_detect_anomaly:
+    """``torch.autograd.set_detect_anomaly(mode, check_nan=True)``: sets the mode when called; as a
+    context manager, the previous one comes back at the end of the block."""
+
+    __slots__ = ("_prev",)
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = (ANOMALY.enabled, ANOMALY.check_nan)
+        ANOMALY.enabled, ANOMALY.check_nan = bool(mode), bool(check_nan)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        ANOMALY.enabled, ANOMALY.check_nan = self._prev
+        return False
+
+
+def _apply_anomalous(node, g, F, create_graph):
+    """``node.apply`` in anomaly mode: the NaN check, and torch's warning naming the failing node
+    with the stack that created it."""
+    try:
+        grads = node.apply(g, F, create_graph)
+        if ANOMALY.check_nan:
+            _check_nan(node, grads)
+    except Exception:
+        from .warn import warn
+        trace = TRACES.get(node._seq)
+        warn(f"Error detected in {node.name()}. No forward pass information available. Enable detect anomaly "
+             f"during forward pass for more information." if trace is None else
+             f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}")
+        raise
+    return grads
 
 
 def _check_nan(node, grads) -> None:
@@ -89,19 +164,32 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         inputs = _as_list(inputs) if isinstance(inputs, (Tensor, list, tuple)) else [inputs]
         if not inputs:
-            raise GradTypeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeTypeError("`inputs` argument to `backward()` cannot be empty.")
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise GradTypeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
         targets = [_input_node(t) for t in inputs]
-    _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
+    if create_graph:
+        from .warn import CREATE_GRAPH_CYCLE, warn
+        warn(CREATE_GRAPH_CYCLE)
+    captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
+    for t in inputs or ():
+        if t.grad_fn is not None:  # a non-leaf input: its gradient goes into its .grad, as torch's
+            g = captured.get(t.grad_fn)
+            if g is not None:
+                _accumulate(t, g, bool(create_graph))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """``torch.autograd.grad``: the gradients of ``outputs`` with respect to ``inputs``, as a tuple."""
+    if materialize_grads and allow_unused is False:
+        raise ArgumentValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                                 "but got: allow_unused=False.")
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)
+    if not inputs:
+        raise RuntimeTypeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t._requires_grad:
             raise AutogradError(f"One of the differentiated Tensors does not require grad")
@@ -115,7 +203,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = captured.get(node)
         if g is None:
             if materialize_grads:
-                result.append(Tensor._make(t._backend.xp.zeros_like(t._data), t._backend))
+                zeros = Tensor._make(t._backend.xp.zeros_like(t._data), t._backend)
+                result.append(zeros.requires_grad_() if create_graph else zeros)  # torch's zeros_like(..., requires_grad=create_graph)
                 continue
             if not allow_unused:
                 raise AutogradError(_UNUSED.format(index))
@@ -274,6 +363,8 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
         node = heappop(ready)[1] if ready else None
         nxt = None
         while node is not None:
+            if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here
+                _poll()
             g = pop(node, None)
             if g is not None:
                 if node._pre_hooks:
@@ -281,15 +372,24 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if node._retain is not None:
                     _retain(node._retain, g, create_graph)
             k = node._k
+            hooked = _HOOKED_ANY and node in _NODE_HOOKS  # grad_fn.register_hook/register_prehook
+            if hooked and k and g is not None:
+                g = run_prehooks(node, g, _array_backend(g), create_graph)
             if not k:
                 if node.__class__ is AccumulateGrad and g is not None:
                     leaf = node.variable
                     if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
                         g = _run_hooks(leaf._hooks, g, create_graph)
+                    if hooked:
+                        g = run_prehooks(node, g, _array_backend(g), create_graph)
                     if target_set is not None and node in target_set:
                         captured[node] = g
                     if accumulate:
                         _accumulate(leaf, g, create_graph)
+                        if _POST_ACCUMULATE:
+                            run_post_accumulate(leaf)
+                    if hooked:
+                        run_posthooks(node, (), g, _array_backend(g), create_graph)
             else:
                 if target_set is not None and g is not None and node in target_set:
                     captured[node] = g
@@ -298,10 +398,11 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 else:
                     if F is None or several:
                         F = math_for(create_graph, _backend_of(node, g, backend))
-                    grads = node.apply(g, F, create_graph)
+                    grads = node.apply(g, F, create_graph) if not anomaly else \
+                        _apply_anomalous(node, g, F, create_graph)
+                    if hooked:
+                        grads = run_posthooks(node, grads, g, _array_backend(g), create_graph)
                     g = None
-                    if anomaly:
-                        _check_nan(node, grads)
                     if not retain_graph and node._live:  # free saved values (Node._release, inlined)
                         node._live = False
                         node._s0 = node._s1 = node._sx = node._sr = None
@@ -347,6 +448,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
 
 
 _ndarray = type(NUMPY.xp.empty(0))
+_HOOKED_ANY = _NODE_HOOKS.data  # the weak table's dict: an emptiness test in C, per node
 _getrefcount = _sys.getrefcount
 _OWNED = 3  # references to a gradient buffer only the walk holds: the dict, ``prev``, getrefcount's argument
 

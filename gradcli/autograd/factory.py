@@ -11,7 +11,7 @@ import numpy as _np
 
 from ..backend import dtypes as _dt
 from ..backend import get_backend
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 from ..limits import check_numel
 from .tensor import Tensor
 
@@ -50,14 +50,16 @@ def _check_nested(data) -> None:
         kinds = {isinstance(v, (list, tuple)) for v in seq}
         if len(kinds) > 1:
             raise ShapeError(f"expected sequence of length {len(seq)} at dim {depth + 1}")
+        nested = []
         for v in seq:
             if isinstance(v, (list, tuple)):
-                stack.append((v, depth + 1))
+                nested.append((v, depth + 1))
             elif isinstance(v, Tensor):
                 if v.numel() != 1:
                     raise GradTypeError("only one element tensors can be converted to Python scalars")
             elif not isinstance(v, (int, float, bool)):
                 raise GradTypeError(f"new(): invalid data type '{type(v).__name__}'")
+        stack.extend(reversed(nested))  # depth first, in order: the first ragged row is the one named
 
 
 def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
@@ -69,6 +71,6 @@ def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tenso
     if requires_grad:
         if not _dt.DTYPES[backend.dtype_name(data)].is_floating_point:
             # a constructor's wording, not requires_grad_()'s ("only Tensors of floating point dtype ...")
-            raise GradTypeError("Only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeTypeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t

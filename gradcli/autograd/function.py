@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import _sequence, new_node
+from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node
 from .tensor import Tensor, _ndarray_type
 
 _NO_EDGE = (None, 0)
@@ -79,7 +79,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     save0, save1, save_result = cls._mask_plans[mask]
     if save0:
         node._s0 = a
-        vc = a._version
+        vc = a._vc
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -87,7 +87,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
         node._live = True if save_result else None
     if save1:
         node._s1 = b
-        vc = b._version
+        vc = b._vc
         node._v1 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -107,6 +107,8 @@ def record2(cls, a, b, da, db, data, attrs=()):
         node._shapes = None
     node._shape = shape  # the output's shape, for `gradcli graph`
     node._seq = _seq()
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
     # Tensor._make, inlined (one call less per recorded op)
     if data.__class__ is not _ndarray:
         data = backend.fix(data)
@@ -116,10 +118,11 @@ def record2(cls, a, b, da, db, data, attrs=()):
     t._requires_grad = True
     t.grad_fn = node
     t._grad = None
-    t._version = None
+    t._vc = None
     t._acc = None
     t._hooks = None
     t._retains_grad = False
+    t._view = None
     return t
 
 
@@ -137,7 +140,7 @@ def apply1(cls, a, da, attrs=()):
     save0, save_result = cls._mask_plans[1]
     if save0:
         node._s0 = a
-        vc = a._version
+        vc = a._vc
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -151,6 +154,8 @@ def apply1(cls, a, da, attrs=()):
     node._shapes = (da.shape,) if cls.save_sizes else None
     node._shape = getattr(data, "shape", None)
     node._seq = _seq()
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
     return _make(data, backend, node)
 
 

@@ -24,7 +24,7 @@ import linecache
 import re
 
 from ..errors import AutogradError
-from .tensor import Tensor
+from .tensor import Detached, Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -33,9 +33,14 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "calling backward.")
 
 _sequence = itertools.count()
+_next_seq = _sequence.__next__  # the engine's anomaly mode swaps in one that records the stack
 
 
 NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
+# autograd.graph.saved_tensors_hooks: the (pack, unpack) pairs in force, innermost last, and the
+# function (gradcli.autograd.introspection.pack_saved) that packs a new node's saved tensors
+SAVED_HOOKS: list = []
+PACK_SAVED = [None]
 
 
 class Node:
@@ -151,7 +156,22 @@ def _modified_message(data, producer, now: int, expected: int) -> str:
         f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', producer.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
             f"operation: [torch.{kind} {shape}]{which} is at version "
-            f"{now}; expected version {expected} instead.")
+            f"{now}; expected version {expected} instead. {_hint()}")
+
+
+def _hint() -> str:
+    from .engine import ANOMALY
+    if ANOMALY.enabled:
+        return ("Hint: the backtrace further above shows the operation that failed to compute its gradient. "
+                "The variable in question was changed in there or anywhere later. Good luck!")
+    return ("Hint: enable anomaly detection to find the operation that failed to compute its gradient, "
+            "with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+
+
+def _check_detached(x, node) -> None:
+    if x._view.seq > node._seq:  # detached in place after this node saved it
+        raise AutogradError("Trying to use a saved tensor that has been detached in-place, i.e. with "
+                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
 
 
 def _result_modified(node: Node, result):
@@ -273,9 +293,11 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
 def _saved_value(node, x, version, differentiable):
     """A saved input for a formula: its array (or the tensor itself under create_graph), after
     checking that it was not changed in place since it was saved."""
-    vc = x._version
+    vc = x._vc
     if vc is not None and vc[0] != version:
         raise AutogradError(_version_message(x, node, version))
+    if x._view.__class__ is Detached:
+        _check_detached(x, node)
     return x if differentiable else x._data
 
 
@@ -295,9 +317,11 @@ def _apply_1(node, grad, F, differentiable):
         raise AutogradError(_FREED)
     x0 = node._s0
     if x0.__class__ is Tensor:  # saved: check it was not changed in place since (inlined: hot)
-        vc = x0._version
+        vc = x0._vc
         if vc is not None and vc[0] != node._v0:
             raise AutogradError(_version_message(x0, node, node._v0))
+        if x0._view.__class__ is Detached:
+            _check_detached(x0, node)
         if not differentiable:
             x0 = x0._data
     result = None if node._sr is None else _saved_result(node, F, differentiable)
@@ -318,16 +342,20 @@ def _apply_2(node, grad, F, differentiable):
         raise AutogradError(_FREED)
     x0 = node._s0
     if x0.__class__ is Tensor:
-        vc = x0._version
+        vc = x0._vc
         if vc is not None and vc[0] != node._v0:
             raise AutogradError(_version_message(x0, node, node._v0))
+        if x0._view.__class__ is Detached:
+            _check_detached(x0, node)
         if not differentiable:
             x0 = x0._data
     x1 = node._s1
     if x1.__class__ is Tensor:
-        vc = x1._version
+        vc = x1._vc
         if vc is not None and vc[0] != node._v1:
             raise AutogradError(_version_message(x1, node, node._v1))
+        if x1._view.__class__ is Detached:
+            _check_detached(x1, node)
         if not differentiable:
             x1 = x1._data
     result = None if node._sr is None else _saved_result(node, F, differentiable)
@@ -418,7 +446,7 @@ def _save_plan(cls, children):
 
 
 def _version_of(x):
-    vc = x._version
+    vc = x._vc
     return 0 if vc is None else vc[0]
 
 
@@ -445,7 +473,9 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._retain = None
     node._shapes = shapes
     node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
-    node._seq = next(_sequence)
+    node._seq = _next_seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
     return node
 
 

@@ -16,7 +16,8 @@ import weakref
 
 from ..backend import dtypes as _dt
 from ..backend import NUMPY, Backend
-from ..errors import AutogradError, GradTypeError, ShapeError
+from ..errors import AutogradError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
+from ..limits import TRACK_BYTES as _TRACK_BYTES, check_host_objects as _check_host_objects, track as _track
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
@@ -34,21 +35,33 @@ class _PrintOptions:
 PRINT_OPTIONS = _PrintOptions()
 
 
+class Detached:
+    """``Tensor._view`` of a non-leaf after ``detach_()``: nodes recorded before it (``seq`` is
+    the node counter's value then) that saved the tensor fail backward with torch's message."""
+
+    __slots__ = ("seq",)
+
+    def __init__(self, seq):
+        self.seq = seq
+
+
 class Tensor:
-    __slots__ = ("_data", "_backend", "_requires_grad", "grad_fn", "_grad", "_version",
-                 "_acc", "_hooks", "_retains_grad", "__weakref__")
+    __slots__ = ("_data", "_backend", "_requires_grad", "grad_fn", "_grad", "_vc",
+                 "_acc", "_hooks", "_retains_grad", "_view", "__weakref__")
 
     # -- construction -----------------------------------------------------------
     def __init__(self, data, requires_grad: bool = False, *, backend: Backend = NUMPY):
+        _track(data)
         self._data = data
         self._backend = backend
         self._requires_grad = False
         self.grad_fn = None
         self._grad = None
-        self._version = None  # version counter: a shared [n] once needed (None: version 0)
+        self._vc = None  # version counter: a shared [n] once needed (None: version 0)
         self._acc = None
         self._hooks = None
         self._retains_grad = False
+        self._view = None  # a views.ViewInfo for a view; Detached once detached in place
         if requires_grad:
             self.requires_grad_(True)
 
@@ -58,15 +71,19 @@ class Tensor:
         t = object.__new__(cls)
         if data.__class__ is not _ndarray_type:
             data = backend.fix(data)
+            _track(data)
+        elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory (limits.track)
+            _track(data)
         t._data = data
         t._backend = backend
         t._requires_grad = grad_fn is not None
         t.grad_fn = grad_fn
         t._grad = None
-        t._version = None
+        t._vc = None
         t._acc = None
         t._hooks = None
         t._retains_grad = False
+        t._view = None
         return t
 
     # -- autograd state -----------------------------------------------------------
@@ -88,7 +105,7 @@ class Tensor:
                     "var_no_grad = var.detach().")
             return self
         if flag and not _dt.DTYPES[self._backend.dtype_name(self._data)].is_floating_point:
-            raise GradTypeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeTypeError("only Tensors of floating point dtype can require gradients")
         self._requires_grad = flag
         return self
 
@@ -98,10 +115,15 @@ class Tensor:
 
     @property
     def grad(self):
+        if self._grad is None and self.grad_fn is not None and not self._retains_grad:
+            from .warn import NON_LEAF_GRAD, warn
+            warn(NON_LEAF_GRAD)
         return self._grad
 
     @grad.setter
     def grad(self, value) -> None:
+        if value is self:
+            raise AutogradError("can't assign Variable as its own grad")
         if value is not None and not isinstance(value, Tensor):
             raise GradTypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
@@ -111,13 +133,17 @@ class Tensor:
         if value is not None and value.dtype.name != self.dtype.name:
             names = {"float32": ("float", "Float"), "float64": ("double", "Double"), "float16": ("c10::Half", "Half"),
                      "int64": ("long int", "Long"), "int32": ("int", "Int"), "bool": ("bool", "Bool")}
-            raise GradTypeError(
+            raise RuntimeTypeError(
                 f"attempting to assign a gradient with dtype '{names.get(value.dtype.name, ('?',))[0]}' to a tensor "
                 f"with grad_dtype '{names.get(self.dtype.name, ('', '?'))[1]}'. The gradient must match the tensor's "
                 f"grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype attribute with a "
                 f"specific dtype, or None to allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
                 f"tensor and its gradient may break downstream systems that assume they match.")
         self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
 
     @property
     def retains_grad(self) -> bool:
@@ -165,16 +191,33 @@ class Tensor:
     def detach(self) -> "Tensor":
         """A new leaf sharing this tensor's data and version counter, outside the graph."""
         t = Tensor._make(self._data, self._backend)
-        if self._version is None:
-            self._version = [0]
-        t._version = self._version
+        if self._vc is None:
+            self._vc = [0]
+        t._vc = self._vc
         self._link_saved_result()
         return t
 
     def detach_(self) -> "Tensor":
+        """Cut this tensor from the graph in place (a node that saved it then refuses to run)."""
+        from .views import DETACH_VIEW, is_view
+        if is_view(self):
+            raise AutogradError(DETACH_VIEW)
+        if self.grad_fn is not None:
+            from .node import _sequence
+            self._view = Detached(next(_sequence))
         self.grad_fn = None
         self._requires_grad = False
         return self
+
+    @property
+    def _base(self):
+        """The tensor this one is a view of (the root of a chain of views), or None."""
+        from .views import base_of
+        return base_of(self)
+
+    def _is_view(self) -> bool:
+        from .views import is_view
+        return is_view(self)
 
     @property
     def data(self) -> "Tensor":
@@ -183,13 +226,17 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
-        self._data = value._data if isinstance(value, Tensor) else self._backend.asarray(value)
+        data = value._data if isinstance(value, Tensor) else self._backend.asarray(value)
+        if self._requires_grad and not _dt.DTYPES[self._backend.dtype_name(data)].is_floating_point:
+            raise AutogradError("data set to a tensor that requires gradients must be floating point or "
+                                "complex dtype")
+        self._data = data
 
     # -- in-place ---------------------------------------------------------------------
     def _check_inplace(self) -> None:
-        if _GRAD.enabled and self._requires_grad and self.grad_fn is None:
-            raise AutogradError("a leaf Variable that requires grad is being used in an in-place operation.")
-        self._link_saved_result()
+        """torch's checks before an in-place change (leaf, view of a leaf, view made under no_grad)."""
+        from .views import check_inplace
+        check_inplace(self)
 
     def _link_saved_result(self) -> None:
         """Before this tensor (or a detached alias) changes in place: if its grad_fn saved it as its
@@ -197,20 +244,25 @@ class Tensor:
         fails as torch's does instead of reading the modified values."""
         node = self.grad_fn
         if node is not None and getattr(node, "_sr", None) is not None and getattr(node, "_vr", None) is None:
-            vc = self._version
+            vc = self._vc
             if vc is None:
-                vc = self._version = [0]
+                vc = self._vc = [0]
             node._vr = (vc, vc[0])
 
     def _bump(self) -> None:
-        if self._version is None:
-            self._version = [1]
+        if self._vc is None:
+            self._vc = [1]
         else:
-            self._version[0] += 1
+            self._vc[0] += 1
 
     def _version_now(self) -> int:
         """The version counter's value (torch's ``t._version``)."""
-        return 0 if self._version is None else self._version[0]
+        return 0 if self._vc is None else self._vc[0]
+
+    @property
+    def _version(self) -> int:
+        """torch's ``t._version``: how many in-place changes this storage has seen (shared by views)."""
+        return 0 if self._vc is None else self._vc[0]
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -259,11 +311,12 @@ class Tensor:
         return self._backend.to_host(self._data)
 
     def tolist(self):
+        _check_host_objects(self.numel(), "tolist()'s list")
         return self._backend.to_host(self._data).tolist()
 
     def item(self):
         if self.numel() != 1:
-            raise GradTypeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+            raise RuntimeTypeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._backend.to_host(self._data).reshape(()).item()
 
     def __float__(self) -> float:
@@ -274,7 +327,7 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeTypeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __index__(self) -> int:
@@ -289,7 +342,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         from .tensor_str import format_tensor
-        return format_tensor(
+        from .legacy import repr_prefix  # "Parameter containing:" for an nn.Parameter
+        return repr_prefix(self) + format_tensor(
             self._backend.to_host(self._data), dtype=self.dtype.name, precision=PRINT_OPTIONS.precision,
             requires_grad=self._requires_grad and self.grad_fn is None,
             grad_fn=None if self.grad_fn is None else self.grad_fn.name_for_repr(),
@@ -300,9 +354,8 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    from ..errors import GradTypeError as _E
     dim = int(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise _E(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise TypeIndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

@@ -50,21 +50,29 @@ from ..lang.sandbox import BUILTINS, TENSOR_METHODS
 from .graph import Tracer
 
 MAX_EVALUATIONS = 200_000
+# A leaf with more elements is checked on an evenly spaced sample of this many (first and last
+# included), and the output says so: 2 runs of the program per element checked.
+MAX_CHECKED_ELEMENTS = 1_000
 
 
 class LeafCheck:
-    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines")
+    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines",
+                 "sampled")
 
-    def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol):
+    def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol, indices=None):
+        """``indices``: the flat indices of the elements compared, when only a sample was."""
         import numpy as np
         self.name, self.shape, self.dtype = name, shape, dtype
         self.analytic, self.numeric = analytic, numeric
         self.lines = None  # the lines of the backward() calls checked (explicit mode)
+        self.sampled = None if indices is None else len(indices)
         a, n = analytic.reshape(-1), numeric.reshape(-1)
+        if indices is not None:
+            a = a[indices]
         with np.errstate(all="ignore"):
             diff = np.abs(a - n)
-            diff[np.isnan(diff)] = np.inf     # one side NaN, or infinities of opposite signs
-            diff[(a == n) | (np.isnan(a) & np.isnan(n))] = 0.0  # equal infinities, or NaN on both sides
+            diff[np.isnan(diff)] = np.inf     # a NaN on either side, or infinities of opposite signs
+            diff[a == n] = 0.0                # equal infinities (a NaN fails, as in torch.allclose)
             rel = np.where(diff == 0, 0.0, diff / np.abs(n))
             rel[np.isnan(rel)] = np.inf
             ok = (diff == 0) | (np.isfinite(diff) & (diff <= atol + rtol * np.abs(n)))
@@ -72,7 +80,8 @@ class LeafCheck:
         if a.size:
             k = int(np.argmax(diff))
             self.max_abs, self.max_rel = float(diff[k]), float(np.max(rel))
-            self.worst = (list(int(i) for i in np.unravel_index(k, shape)) if shape else [], float(a[k]), float(n[k]))
+            flat = k if indices is None else int(indices[k])
+            self.worst = (list(int(i) for i in np.unravel_index(flat, shape)) if shape else [], float(a[k]), float(n[k]))
         else:
             self.max_abs = self.max_rel = 0.0
             self.worst = None
@@ -84,6 +93,8 @@ class LeafCheck:
                   "max_rel_error": _num(self.max_rel), "passed": self.passed, "worst": worst}
         if self.lines is not None:
             record["backward_lines"] = self.lines
+        if self.sampled is not None:
+            record["elements_checked"] = self.sampled
         return record
 
 
@@ -301,12 +312,16 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
     try:
         result, checks, notes, plan = _check(opts, eps, atol, rtol)
     except GradcliError as err:
+        from ..limits import settle
         from .graph import report_json
+        settle()
         if not opts.json:
             partial = getattr(err, "partial_result", None)
             if partial is not None and partial.printed:
-                print("\n".join(partial.printed))
+                print(render.terminal_text("\n".join(partial.printed)))
         return report_json(opts, result, err, {"gradcheck": []})
+    from ..limits import settle
+    settle()
     failed_asserts = any(not c.passed for c in result.checks)
     if opts.json:
         extra = {"gradcheck": [c.record() for c in checks],
@@ -317,7 +332,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         print(render.json_document(result, device=opts.device, dtype=opts.dtype, extra=extra))
     else:
         if result.printed:
-            print("\n".join(result.printed))
+            print(render.terminal_text("\n".join(result.printed)))
         _print_table(checks, plan, eps, atol, rtol)
         if result.checks:
             _print_asserts(result)
@@ -329,6 +344,8 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
             print(f"check failed: the gradient of {c.name} differs from finite differences "
                   f"(max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)})", file=sys.stderr)
     render.print_failed_checks(result)
+    if result.error is not None:  # the document was too large for --max-output (its values left out)
+        return result.error.exit_code
     return 1 if failed_asserts or not all(c.passed for c in checks) else 0
 
 
@@ -416,7 +433,12 @@ def _check(opts, eps, atol, rtol):
                      f"in lower precision are inaccurate (leave out dtype= so that check's float64 applies)")
 
     checked = [(number, name, t) for number, (name, t) in enumerate(leaves) if number not in skipped]
-    total = sum(t.numel() for _, _, t in checked)
+    samples = {number: _sample(t.numel()) for number, _, t in checked}
+    for number, name, t in checked:
+        if samples[number] is not None:
+            notes.append(f"{name}: {MAX_CHECKED_ELEMENTS:,} of its {t.numel():,} elements checked (evenly spaced, "
+                         f"first and last included), to bound the runs of the program")
+    total = sum(t.numel() if samples[number] is None else len(samples[number]) for number, _, t in checked)
     if 2 * total > MAX_EVALUATIONS:
         raise fail(LimitError(f"checking {total:,} leaf elements needs {2 * total:,} runs of the program; the "
                               f"limit is {MAX_EVALUATIONS:,}",
@@ -437,18 +459,28 @@ def _check(opts, eps, atol, rtol):
 
     checks = []
     for number, name, t in checked:
-        numeric = np.empty(t.numel(), dtype=np.float64)
-        for i in range(t.numel()):
-            hi = run_perturbed(number, i, eps)
-            lo = run_perturbed(number, i, -eps)
-            numeric[i] = (hi - lo) / (2 * eps)
+        indices = samples[number]
+        elements = range(t.numel()) if indices is None else indices
+        numeric = np.empty(len(elements), dtype=np.float64)
+        for j, i in enumerate(elements):
+            hi = run_perturbed(number, int(i), eps)
+            lo = run_perturbed(number, int(i), -eps)
+            numeric[j] = (hi - lo) / (2 * eps)
         shape = list(t.shape)
         check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
-                          numeric.reshape(t.shape), atol, rtol)
+                          numeric if indices is not None else numeric.reshape(t.shape), atol, rtol, indices)
         if plan.explicit:
             check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
         checks.append(check)
     return result, checks, notes, plan
+
+
+def _sample(count: int):
+    """None (every element) up to MAX_CHECKED_ELEMENTS, else that many evenly spaced flat indices."""
+    if count <= MAX_CHECKED_ELEMENTS:
+        return None
+    import numpy as np
+    return np.unique(np.linspace(0, count - 1, MAX_CHECKED_ELEMENTS).round().astype(np.int64))
 
 
 def _distinct_names(leaves, lines):
@@ -483,11 +515,11 @@ def _print_asserts(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console
+    from ..present.tables import _console, escape_controls
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
     for col in ("line", "result", "message"):
         table.add_column(col)
     for c in result.checks:
         table.add_row(str(c.line), Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
-                      c.message or "")
+                      Text(escape_controls(c.message or "")))
     _console().print(table)

@@ -67,7 +67,12 @@ OPTIONS = _opts(
     Opt("no_backward", ("--no-backward",), bool, False, help="Do not run backward automatically."),
     Opt("precision", ("--precision",), int, 4, metavar="N", help="Digits after the point when printing values."),
     Opt("max_elements", ("--max-elements",), int, metavar="N", help="Refuse tensors larger than this (default 2**28)."),
-    Opt("timeout", ("--timeout",), float, metavar="SECONDS", help="Stop after this many seconds (exit 3)."),
+    Opt("timeout", ("--timeout",), float, metavar="SECONDS",
+        help="Stop after this many seconds (exit 3); default 60, 0 for no limit."),
+    Opt("max_memory", ("--max-memory",), metavar="BYTES",
+        help="Refuse to hold more than this in arrays (default 4G or half the RAM; suffixes K, M, G)."),
+    Opt("max_output", ("--max-output",), int, metavar="N",
+        help="Refuse to print more than N characters, or a JSON document larger (default 16 MiB)."),
     Opt("max_program_size", ("--max-program-size",), int, metavar="BYTES",
         help="Refuse programs larger than this (default 10 MiB)."),
     Opt("max_statements", ("--max-statements",), int, metavar="N",
@@ -83,10 +88,25 @@ OPTIONS = _opts(
         help="Write to FILE: .dot, .mmd, .json, or .svg/.png through Graphviz's dot."),
     Opt("show_saved", ("--show-saved", "--saved"), bool, False,
         help="Show the shapes of the values each node saved for backward."),
+    # gradcli test (gradcli/cli/testing)
+    Opt("paths", multiple=True, metavar="PATHS",
+        help="Program files, and directories searched for *.grad files (default: the current directory)."),
+    Opt("keyword", ("-k",), metavar="EXPR",
+        help="Run the files whose path contains these words: -k 'hooks and not slow'."),
+    Opt("jobs", ("-j", "--jobs"), int, metavar="N", help="Worker processes (default: the machine's cores)."),
+    Opt("shard", ("--shard",), metavar="K/N", help="Run the K-th of N deterministic parts of the suite (CI matrices)."),
+    Opt("junit_xml", ("--junit-xml",), metavar="FILE", help="Write a JUnit XML report for CI test reporters."),
+    Opt("gradcheck", ("--gradcheck",), bool, False,
+        help="Also compare each program's gradients with finite differences, as gradcli check does."),
+    Opt("exitfirst", ("-x", "--exitfirst"), bool, False, help="Stop at the first failure or error."),
+    Opt("test_seed", ("--seed",), int, metavar="N", help="Seed for rand/randn, the same for every file (default 0)."),
+    Opt("test_timeout", ("--timeout",), float, 60.0, metavar="SECONDS",
+        help="Time limit per file (an error; 0: none)."),
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")
-_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "detect_anomaly", "debug")
+_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "max_memory", "max_output",
+           "detect_anomaly", "debug")
 
 COMMANDS = {
     "eval": Command(
@@ -111,6 +131,16 @@ COMMANDS = {
         "ops_command",
         "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
         ("json_",)),
+    "test": Command(
+        "test_command",
+        "Run every *.grad program under PATHS, each in isolation, as a test: its asserts must hold (and, "
+        "with --gradcheck, its gradients agree with finite differences). Exit 0 when all pass, 1 when one "
+        "fails or has an error, 2 on bad usage or when no program is found.\n\n\b\nExamples:\n"
+        "  gradcli test tests/grad -j 4 --junit-xml report.xml\n"
+        "  gradcli test --shard 2/3 -k 'hooks and not slow' --gradcheck",
+        ("paths", "keyword", "jobs", "shard", "junit_xml", "json_", "gradcheck", "exitfirst", "test_seed",
+         "test_timeout", "dtype", "eps", "atol", "rtol", "max_elements", "max_program_size", "max_statements",
+         "debug")),
 }
 
 
@@ -123,15 +153,21 @@ def run(name: str, kwargs: dict) -> int:
 
 def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
             json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
-            max_program_size=None, max_statements=None, detect_anomaly=False):
+            max_program_size=None, max_statements=None, detect_anomaly=False, max_memory=None,
+            max_output=None):
+    from . import validate
     from .session import Options
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
     return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
-                   device=device, dtype=dtype, seed=seed, no_backward=no_backward, precision=precision,
-                   max_elements=max_elements, timeout=timeout, json=json_, debug=debug,
-                   max_program_size=max_program_size, max_statements=max_statements,
-                   detect_anomaly=detect_anomaly)
+                   device=validate.device(device), dtype=dtype, seed=validate.seed(seed),
+                   no_backward=no_backward, precision=precision,
+                   max_elements=validate.positive("--max-elements", max_elements),
+                   timeout=validate.timeout(timeout), json=json_, debug=debug,
+                   max_program_size=validate.positive("--max-program-size", max_program_size),
+                   max_statements=validate.positive("--max-statements", max_statements),
+                   detect_anomaly=detect_anomaly, max_memory=validate.size("--max-memory", max_memory),
+                   max_output=validate.positive("--max-output", max_output))
 
 
 def _with_options(body, **kwargs) -> int:
@@ -148,16 +184,22 @@ def _with_options(body, **kwargs) -> int:
 
 def guard(opts, body) -> int:
     """Run ``body()``; map errors to messages and exit codes."""
+    from .interrupts import guarded
     from .session import engine_state
     try:
-        with engine_state(), _Timeout(opts.timeout):
+        with engine_state(), guarded(opts.timeout):
             return body()
     except GradcliError as err:
         report(opts, err, getattr(err, "source_text", None))
         return err.exit_code
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        return interrupted(opts.json)
+    except MemoryError:  # an allocation no estimate foresaw: a limit, not a bug
+        from ..errors import LimitError
+        err = LimitError("out of memory: the run needs more memory than this machine (or its ulimit) allows",
+                         hint="lower --max-memory so such runs are refused before they start")
+        report(opts, err, None)
+        return err.exit_code
     except BrokenPipeError:  # the reader went away (``| head``): nothing more can be said there
         raise
     except Exception as exc:  # a bug in gradcli: say so, without a traceback
@@ -169,56 +211,50 @@ def guard(opts, body) -> int:
         return 3
 
 
+def interrupted(json_output: bool) -> int:
+    """Ctrl-C before any output: exit 130 with one line (and, under --json, one JSON document)."""
+    err = GradcliError("interrupted")
+    err.kind, err.exit_code = "interrupted", 130
+    if json_output:
+        from ..present import tables as render
+        _quietly(lambda: print(render.json_document(None, error=err), flush=True))
+    _quietly(lambda: print("interrupted", file=sys.stderr, flush=True))
+    return 130
+
+
+def _quietly(write) -> None:
+    """A write whose failure (stderr on /dev/full, a closed pipe) must not change the exit code."""
+    try:
+        write()
+    except (OSError, ValueError):
+        pass
+
+
 def report(opts, err, source_text) -> None:
     from ..present import tables as render
     if opts.json:
         print(render.json_document(None, device=opts.device, dtype=opts.dtype, error=err))
-    print(render.error_text(err, source_text), file=sys.stderr)
-
-
-class _Timeout:
-    """``--timeout``: a wall-clock limit raising LimitError (exit 3) via SIGALRM where available."""
-
-    def __init__(self, seconds):
-        self.seconds = seconds
-
-    def __enter__(self):
-        if self.seconds:
-            import signal
-            if hasattr(signal, "SIGALRM"):
-                from ..limits import DEADLINE
-                DEADLINE.expired = DEADLINE.settled = False
-
-                def expire(signum, frame):
-                    if DEADLINE.settled:  # the program has stopped: let its output be written
-                        return
-                    DEADLINE.expired = True
-                    from ..errors import LimitError
-                    raise LimitError(f"the program ran longer than --timeout {self.seconds:g} s")
-                self._old = signal.signal(signal.SIGALRM, expire)
-                # It repeats every 50 ms until cleared: a signal handler's exception raised while
-                # Python runs a finalizer or weakref callback is printed and dropped, so one
-                # alarm alone could be lost and the program would run on.
-                signal.setitimer(signal.ITIMER_REAL, float(self.seconds), 0.05)
-        return self
-
-    def __exit__(self, *exc):
-        if self.seconds:
-            import signal
-            if hasattr(signal, "SIGALRM"):
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, self._old)
-        return False
+    _quietly(lambda: print(render.error_text(err, source_text), file=sys.stderr, flush=True))
 
 
 # -- the commands --------------------------------------------------------------------------------
 
+def _printer():
+    """``print`` in a program: its text as it is, but on a terminal with control characters escaped
+    (a program must not be able to clear, retitle or write the clipboard of the terminal)."""
+    from ..present.tables import terminal_text
+    return lambda text: print(terminal_text(text), flush=False)
+
+
 def eval_command(**kwargs) -> int:
     def body(opts):
+        from ..limits import settle
         from ..present import tables as render
         from . import session
-        live = None if opts.json else (lambda text: print(text, flush=False))
+        live = None if opts.json else _printer()
         src, program, interp, result = session.run(opts, on_print=live)
+        settle()  # from here on the output is written in full, whatever the alarm or Ctrl-C
+        session.print_warnings(result, src)
         if opts.json:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
             render.print_failed_checks(result)
@@ -257,3 +293,12 @@ def ops_command(*, json_=False) -> int:
         from ..present.catalog import run_ops
         return run_ops(json_output=json_)
     return guard(Options(json=json_), body)
+
+
+def test_command(**kwargs) -> int:
+    from .session import Options
+
+    def body():
+        from .testing.command import run_tests
+        return run_tests(**kwargs)
+    return guard(Options(json=kwargs.get("json_", False), debug=kwargs.get("debug", False)), body)

@@ -60,6 +60,10 @@ def parse(command, args: list[str]):
                 else:
                     values[o.name] = value
             given.add(o.name)
+        if positionals and positionals[-1].multiple:  # PATHS...: the last positional takes the rest
+            *single, last = positionals
+            rest, values[last.name] = rest[:len(single)], [last.type(t) for t in rest[len(single):]] or None
+            positionals = single
         if len(rest) > len(positionals):
             return None
         for o, text in zip(positionals, rest):
@@ -87,7 +91,7 @@ def _preload(name: str, kwargs: dict) -> None:
     paused, then freeze those objects out of its way. Imports allocate only long-lived objects
     (modules, classes, functions), so collecting during them is pure cost (~10 ms of a start);
     the program itself runs with the collector on as usual."""
-    if name not in ("eval", "check", "graph"):
+    if name not in ("eval", "check", "graph", "test"):
         return
     import gc
     enabled = gc.isenabled()
@@ -112,7 +116,65 @@ def _preload(name: str, kwargs: dict) -> None:
 
 def main(argv=None) -> int:
     """Console entry point (``gradcli`` and ``python -m gradcli``)."""
+    from .interrupts import STATE, give_sigint, hold, release, take_sigint
+    as_command = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # a character the encoding lacks (latin-1) as an escape
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+    old_sigint, old_stderr = take_sigint(), sys.stderr
+    sys.stderr = _Diagnostics(old_stderr)
+    try:
+        try:
+            rc = _main(argv)
+        except KeyboardInterrupt:  # before a command took over (start-up)
+            from .commands import interrupted
+            hold()
+            rc = interrupted("--json" in argv)
+        if as_command:
+            _flush(sys.stdout)  # the output complete while SIGINT is held back
+        release(keep_held=as_command)
+        # Ctrl-C while the output was being written: it was finished, then the process says so
+        return 130 if STATE.interrupted and rc is not None and rc < 128 else rc
+    finally:
+        sys.stderr = old_stderr
+        give_sigint(old_sigint)
+
+
+def _flush(stream) -> None:
+    try:
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class _Diagnostics:
+    """stderr, best effort: a message that cannot be written (stderr on a full disk, /dev/full, a
+    closed pipe) is dropped instead of turning the run's exit code into another."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _main(argv: list[str]) -> int:
     try:
         rc = run(argv)
         if rc is not None:

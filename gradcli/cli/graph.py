@@ -14,6 +14,7 @@ import sys
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradTypeError, UsageError
 from ..lang.evaluator import Evaluator, Observer
+from ..limits import settle
 from ..present.graph import (
     FORMATS, OUTPUTS, GraphNode, _render, _write, collect, print_tree, text_in, to_dot, to_json,
 )
@@ -69,11 +70,14 @@ def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bo
         result, nodes = _graph(opts, fmt, output, show_saved)
     except GradcliError as err:
         return report_json(opts, result, err, {"graph": None})
+    settle()
     from ..present import tables as render
     failed = 1 if any(not c.passed for c in result.checks) else 0  # the program's own asserts
     if opts.json:
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
                                    extra={"graph": to_json(nodes, show_saved)}))
+        if result.error is not None:  # too large for --max-output: the values were left out
+            failed = result.error.exit_code
     elif output:
         print(f"wrote {output} ({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
     elif not nodes:
@@ -123,6 +127,7 @@ def report_json(opts, result, err, extra: dict) -> int:
     (the command's guard prints the message). The exit code."""
     if not opts.json:
         raise err
+    settle()
     from ..present import tables as render
     result = result if result is not None else getattr(err, "partial_result", None)
     print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=err, extra=extra))

@@ -12,8 +12,6 @@ import sys
 from dataclasses import dataclass, field
 
 from ..errors import GradcliError, GradSyntaxError, UsageError
-from ..limits import DEADLINE
-
 
 
 @dataclass
@@ -32,6 +30,8 @@ class Options:
     max_statements: int | None = None
     detect_anomaly: bool = False
     timeout: float | None = None
+    max_memory: int | None = None
+    max_output: int | None = None
     json: bool = False
     debug: bool = False
 
@@ -145,7 +145,8 @@ class engine_state:
         L = limits.LIMITS
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
-                       L.max_elements, L.max_program_bytes, L.max_statements)
+                       L.max_elements, L.max_program_bytes, L.max_statements, L.max_memory, L.max_output,
+                       L.itemsize)
         return self
 
     def __exit__(self, *exc):
@@ -158,7 +159,7 @@ class engine_state:
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
-         L.max_statements) = self._saved
+         L.max_statements, L.max_memory, L.max_output, L.itemsize) = self._saved
         return False
 
 
@@ -175,6 +176,9 @@ def configure(opts: Options) -> None:
     ANOMALY.enabled = bool(opts.detect_anomaly)
     limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
     limits.LIMITS.max_statements = limits.DEFAULT_MAX_STATEMENTS
+    limits.LIMITS.max_memory = opts.max_memory or limits.default_max_memory()
+    limits.LIMITS.max_output = opts.max_output or limits.DEFAULT_MAX_OUTPUT
+    limits.LIMITS.itemsize = 8 if opts.dtype == "float64" else 4
     if opts.max_statements is not None:
         if opts.max_statements < 1:
             raise UsageError("--max-statements must be a positive integer")
@@ -245,9 +249,10 @@ def prepare(opts: Options, stdin=None) -> Prepared:
         source = read_source(opts, stdin)
         opts.source, opts.file = source.text, None
         configure(opts)
+        _check_declarations_size(opts, source)
         decls = parse_declarations(opts)
         program = parser.parse(source.text, filename=source.name)
-        check_program_size(program)
+        check_program_size(program, len(decls))
     except GradcliError as err:
         err.source_text = source.text if source is not None and err.line is not None else None
         raise
@@ -289,17 +294,27 @@ def execute(interp, decls, program):
             err.message = f"in {d.flag} {d.text}: {err.message}"
             err.line = err.column = None
             raise
-    result = _with_numpy_quiet(lambda: interp.run(program))
-    if DEADLINE.expired:  # --timeout stopped the program: no further ticks while its output is written
-        DEADLINE.settled = True
+    caught = []
+    result = _with_numpy_quiet(lambda: interp.run(program), lambda w: caught.append((w, interp.last_stmt)))
+    result.warnings = _program_warnings(caught)
     return result
 
 
-def check_program_size(program) -> None:
-    """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
+def _check_declarations_size(opts: Options, source: Source) -> None:
+    """``-l``/``-g`` are part of the program: their text counts toward --max-program-size (their
+    statements toward --max-statements, in :func:`check_program_size`)."""
+    extra = sum(len(spec) for spec in opts.leaves) + sum(len(spec) for spec in opts.grads)
+    if extra and len(source.text) + extra > _max_bytes():
+        raise UsageError(f"the program and its -l/-g declarations are larger than the program size limit of "
+                         f"{_max_bytes():,} bytes", hint="raise it with --max-program-size BYTES")
+
+
+def check_program_size(program, declarations: int = 0) -> None:
+    """The number of statements, ``with`` blocks' bodies and ``-l``/``-g`` declarations included
+    (counted without recursion)."""
     from ..lang.ast import With
     from ..limits import check_statements
-    count, stack = 0, [program.body]
+    count, stack = declarations, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)
@@ -307,12 +322,37 @@ def check_program_size(program) -> None:
     check_statements(count)
 
 
-def _with_numpy_quiet(fn):
+def _with_numpy_quiet(fn, on_warning=None):
     """NumPy warns on log(0), 0/0... (floating-point errors) and on the mean or variance of an empty
-    slice (Python RuntimeWarnings); torch returns inf/nan silently, and so do we."""
+    slice (Python RuntimeWarnings); torch returns inf/nan silently, and so do we. torch's own
+    UserWarnings (``.grad`` of a non-leaf...) go to ``on_warning`` instead of Python's stderr."""
     import warnings
 
     import numpy as np
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        if on_warning is not None:
+            warnings.simplefilter("always", UserWarning)
+            warnings.showwarning = lambda message, *rest, **kw: on_warning(message)
         return fn()
+
+
+def _program_warnings(caught) -> list:
+    """``(line, category, message)`` per warning the program raised, at the line of the statement
+    that raised it; repeats at one line once, as Python's default filter shows them."""
+    out, seen = [], set()
+    for message, stmt in caught:
+        item = (getattr(stmt, "line", None), type(message).__name__, str(message))
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+    return out
+
+
+def print_warnings(result, source) -> None:
+    """On stderr, as Python prints a warning: ``FILE:LINE: UserWarning: message`` and the line."""
+    lines = source.text.splitlines()
+    for line, category, message in getattr(result, "warnings", ()):
+        print(f"{source.name}:{line}: {category}: {message}", file=sys.stderr)
+        if line is not None and 0 < line <= len(lines):
+            print(f"  {lines[line - 1].strip()}", file=sys.stderr)

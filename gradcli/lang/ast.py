@@ -39,10 +39,11 @@ Statements:
                                ``a = e`` -> targets ``['a']``, unpack False;
                                ``a, b = e`` / ``gx, = e`` / ``(a, b) = e`` -> unpack True.
                                targets: list of str; target_nodes: the matching ``Name`` nodes.
-                               Only names can be assigned (``w.grad = None`` / ``x[0] = 1`` are
-                               syntax errors with a message saying so).
+                               Only names can be assigned this way (``w.grad = None`` is a
+                               syntax error with a message saying so; ``x[0] = 1`` is a SetItem).
+- ``SetItem(target, value)``   ``x[i] = e``: target is the ``Subscript`` (torch's item assignment)
 - ``AugAssign(target, op, value)``
-                               ``a += e``; target is a ``Name`` or an ``Attribute``; op is the
+                               ``a += e``; target a ``Name``, ``Attribute`` or ``Subscript``; op the
                                binary operator: ``+ - * /`` (``w.data -= g`` has op ``'-'``)
 - ``ExprStmt(value)``          an expression on its own (``print(x)``, ``y.backward()``)
 - ``Assert(test, msg)``        ``assert test[, msg]``; msg an expression or None
@@ -67,7 +68,7 @@ from typing import Any, Iterator
 __all__ = [
     "Node", "Expr", "Stmt",
     "Num", "Str", "Const", "Name", "EllipsisLit", "ListExpr", "TupleExpr", "BinOp", "UnaryOp",
-    "Compare", "Call", "Attribute", "Subscript", "Slice", "Lambda",
+    "Compare", "Call", "Attribute", "Subscript", "Slice", "Lambda", "SetItem",
     "Assign", "AugAssign", "ExprStmt", "Assert", "With", "Del", "Program",
     "walk", "postorder", "iter_child_nodes",
 ]
@@ -222,6 +223,10 @@ class Assign(Stmt):
 class AugAssign(Stmt):
     __slots__ = _fields = ("target", "op", "value")
     _child_fields = ("target", "value")
+
+
+class SetItem(Stmt):
+    __slots__ = _fields = _child_fields = ("target", "value")
 
 
 class ExprStmt(Stmt):

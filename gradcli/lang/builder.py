@@ -25,7 +25,7 @@ from ..errors import GradSyntaxError
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit,
     ExprStmt, Lambda, ListExpr, Name, Node, Num, Program, Slice, Str, Subscript, TupleExpr,
-    UnaryOp, With,
+    SetItem, UnaryOp, With,
 )
 from .postlex import KEYWORD_TERMINALS, UNSUPPORTED_KEYWORDS
 
@@ -69,7 +69,9 @@ class ASTBuilder(Transformer):
                 if not isinstance(item, Name):
                     raise _error_at(f"cannot assign to {_describe_target(item)}: "
                                     "only plain names can be unpacked into", item)
-        elif isinstance(target, (Attribute, Subscript)):
+        elif isinstance(target, Subscript):  # x[i] = v: torch's item assignment
+            return _span(SetItem(target, value), target, value)
+        elif isinstance(target, Attribute):
             raise _error_at(f"cannot assign to {_describe_target(target)}: only names can be "
                             "assigned (use an in-place method such as .zero_() or .copy_() "
                             "under no_grad(), or .requires_grad_())", target)
@@ -79,9 +81,7 @@ class ASTBuilder(Transformer):
         return _span(node, target, value)
 
     def aug_assign(self, target, op, value):
-        if isinstance(target, Subscript):
-            raise _error_at("augmented assignment to an indexed element is not supported", target)
-        if not isinstance(target, (Name, Attribute)):
+        if not isinstance(target, (Name, Attribute, Subscript)):
             what = "a tuple" if isinstance(target, TupleExpr) else _describe_target(target)
             raise _error_at(f"cannot use {op.value} on {what}: the target must be a name "
                             "or an attribute", target)

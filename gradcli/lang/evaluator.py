@@ -16,19 +16,25 @@ from __future__ import annotations
 
 from functools import partial
 
-from ..autograd.grad_mode import no_grad, set_grad_enabled
+from ..autograd.engine import detect_anomaly, set_detect_anomaly
+from ..autograd.grad_mode import _DecoratorContextManager
+from ..autograd.introspection import saved_tensors_hooks
+
+# What ``with`` accepts: torch's grad-mode forms and the autograd context managers.
+CONTEXT_MANAGERS = (_DecoratorContextManager, detect_anomaly, set_detect_anomaly, saved_tensors_hooks)
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
 from . import sandbox
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
-    Lambda, ListExpr, Name, Num, Slice, Str, Subscript, TupleExpr, UnaryOp, With,
+    Lambda, ListExpr, Name, Num, SetItem, Slice, Str, Subscript, TupleExpr, UnaryOp, With,
 )
 from .implicit_backward import run_implicit_backward
 from ..ops.registry import INPLACE_OPERATORS
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, registered_builtins, suggest
 from .values import (
-    UserFunction, binary_op, compare, display, subscript, translate_exception, type_name, unary_op,
+    UserFunction, binary_op, compare, display, setitem, subscript, translate_exception, type_name, unary_op,
     unpack,
 )
 
@@ -90,7 +96,7 @@ class Evaluator:
 
     def __init__(self, *, on_print=None, auto_backward: bool = True, observers=()):
         self.env: dict[str, object] = {}
-        self.order: list[str] = []
+        self.order: dict[str, None] = {}  # names in order of first binding (a dict: O(1) to look up)
         self.on_print = on_print
         self.auto_backward = auto_backward
         self.result = RunResult()
@@ -99,6 +105,7 @@ class Evaluator:
         self.last_value = None
         self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
+        self.printed_chars = 0
         self.observers = list(observers)
         call = self._invoke
         for observer in reversed(self.observers):
@@ -161,12 +168,15 @@ class Evaluator:
 
     def _context(self, stmt):
         ctx = self.evaluate(stmt.context)
-        if not isinstance(ctx, (no_grad, set_grad_enabled)):
-            raise GradTypeError("with expects no_grad(), enable_grad() or set_grad_enabled(flag), "
+        if not isinstance(ctx, CONTEXT_MANAGERS):
+            raise GradTypeError("with expects no_grad(), enable_grad(), set_grad_enabled(flag), inference_mode(), "
+                                "detect_anomaly() or saved_tensors_hooks(pack, unpack), "
                                 f"not {type_name(ctx)}").at(stmt.context.line, stmt.context.column)
         return ctx
 
     def _exec(self, stmt) -> None:
+        if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
+            raise timeout_error().at(stmt.line, stmt.column)
         for observer in self.observers:
             observer.before_statement(stmt)
         self.last_stmt = stmt
@@ -179,11 +189,9 @@ class Evaluator:
             observer.after_statement(stmt, self.last_value)
 
     def _bind(self, name: str, value) -> None:
-        if name not in self.env and name not in self.order:
-            self.order.append(name)
-        elif name not in self.env:
-            self.order.remove(name)
-            self.order.append(name)
+        if name not in self.env:
+            self.order.pop(name, None)  # bound again after del: it moves to the end
+            self.order[name] = None
         self.env[name] = value
         for observer in self.observers:
             observer.on_bind(name, value)
@@ -205,16 +213,42 @@ class Evaluator:
     def _expr_stmt(self, stmt) -> None:
         self.last_value = self.evaluate(stmt.value)
 
+    def _set_item(self, stmt) -> None:
+        """``x[i] = v``: torch's item assignment (the object and index evaluated once, then the value)."""
+        obj, index = self._item_target(stmt.target)
+        value = self.evaluate(stmt.value)
+        try:
+            setitem(obj, index, value)
+        except GradcliError as err:
+            raise err.at(stmt.line, stmt.column)
+        self.last_value = value
+
+    def _item_target(self, target):
+        return self.evaluate(target.value), [self.evaluate(i) for i in target.index]
+
     def _aug_assign(self, stmt) -> None:
         target = stmt.target
+        item = None
         if isinstance(target, Name):
             current = self._lookup(target.id, target, {})
+        elif isinstance(target, Subscript):  # x[i] += v: Python's x[i] = x[i].__iadd__(v)
+            item = self._item_target(target)
+            try:
+                current = subscript(*item)
+            except GradcliError as err:
+                raise err.at(target.line, target.column)
         else:
             current = self.evaluate(target)
         value = self.evaluate(stmt.value)
         if isinstance(current, Tensor):  # in place, as torch does: w.data -= g
             self._call(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
             result = current
+            if item is not None:
+                try:
+                    setitem(item[0], item[1], result)
+                except GradcliError as err:
+                    raise err.at(stmt.line, stmt.column)
+                return
         else:
             result = binary_op(stmt.op, current, value)
             if isinstance(target, Attribute):
@@ -334,13 +368,18 @@ class Evaluator:
 
     def _invoke(self, fn, args, kwargs, node):
         """The call itself, once the observers have seen it."""
+        if DEADLINE.expired:
+            poll()
         sandbox.check_arguments(args, kwargs)
         if fn is EXPLICIT_BACKWARD[0] or fn is EXPLICIT_BACKWARD[1]:
             self.explicit_backward = True
         return sandbox.call(fn, args, kwargs)
 
     def _print(self, *args, sep=" ", end="\n"):
-        text = str(sep).join(display(a) for a in args)
+        left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text
+        text = str(sep).join(display(a, left) for a in args)
+        check_output(len(text), "the printed text", left)
+        self.printed_chars += len(text) + 1
         self.result.printed.append(text)
         if self.on_print is not None:
             self.on_print(text + ("" if end == "\n" else str(end)))
@@ -353,6 +392,7 @@ _STATEMENTS = {
     Assign: Evaluator._assign,
     ExprStmt: Evaluator._expr_stmt,
     AugAssign: Evaluator._aug_assign,
+    SetItem: Evaluator._set_item,
     Assert: Evaluator._assert,
     Del: Evaluator._del,
 }

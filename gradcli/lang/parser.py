@@ -157,6 +157,8 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     text = source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
     if not text.endswith("\n"):
         text += "\n"
+    from .postlex import prescan
+    prescan(text)  # literals too long for the lexer's regular expressions (issue 17)
     with _lock:
         try:
             program = parser.parse(text)

@@ -14,6 +14,46 @@ from lark.indenter import Indenter
 from lark.lexer import Token
 
 from ..errors import GradSyntaxError
+from ..limits import LIMITS, MAX_NUMBER_CHARS, MAX_STRING_ESCAPES, statements_error
+
+_LONG_NUMBER = None
+
+
+def prescan(text: str) -> None:
+    """Refuse, before Lark's lexer runs, a run of digits or a line of escapes too long for it: its
+    regular expressions repeat a group per digit ("_?\\d") and per escape, and Python's ``re`` keeps
+    state for each repetition (a 10 MiB number took 3.5 GB before it reached :func:`_check_literal`).
+    Linear in the text; the limits are :func:`_check_literal`'s."""
+    global _LONG_NUMBER
+    if _LONG_NUMBER is None:
+        import re
+        _LONG_NUMBER = re.compile(r"(?<!\w)\d[\d_]{%d}" % MAX_NUMBER_CHARS)
+    m = _LONG_NUMBER.search(text)
+    if m is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        raise GradSyntaxError(f"this number literal has more than {MAX_NUMBER_CHARS:,} characters, the limit",
+                              line=line, column=column)
+    if text.count("\\") > MAX_STRING_ESCAPES:
+        for i, line_text in enumerate(text.split("\n"), 1):
+            n = line_text.count("\\")
+            if n > MAX_STRING_ESCAPES:
+                raise GradSyntaxError(f"this line has {n:,} backslashes (string escapes), over the limit of "
+                                      f"{MAX_STRING_ESCAPES:,}", line=i, column=line_text.index("\\") + 1)
+
+
+def _check_literal(token) -> None:
+    """Refuse, before the builder converts it, a number literal longer than limits.MAX_NUMBER_CHARS
+    (int() of megabytes of digits is quadratic) or a string with more than MAX_STRING_ESCAPES
+    escapes (decoding millions of them takes gigabytes; a long plain string costs only its text)."""
+    value = token.value
+    if token.type == "NUMBER":
+        if len(value) > MAX_NUMBER_CHARS:
+            raise GradSyntaxError(f"this number literal has {len(value):,} characters, over the limit of "
+                                  f"{MAX_NUMBER_CHARS:,}", line=token.line, column=token.column)
+    elif len(value) > MAX_STRING_ESCAPES and value.count("\\") > MAX_STRING_ESCAPES:
+        raise GradSyntaxError(f"this string literal has {value.count(chr(92)):,} escapes, over the limit of "
+                              f"{MAX_STRING_ESCAPES:,}", line=token.line, column=token.column)
 
 # Terminal names (see the grammar) and how messages name them.
 OPEN = {"LPAR": "(", "LSQB": "["}
@@ -75,12 +115,24 @@ class GradIndenter(Indenter):
     def _process(self, stream):
         token = None
         first = True
+        budget = LIMITS.max_statements  # --max-statements, counted while parsing (stops early)
+        content = semicolon = False
         for token in stream:
             ttype = token.type
             if ttype == self.NL_type:
                 first = False
+                if content and not self.brackets:  # a line of statements ended: one more
+                    budget -= 1
+                    if budget < 0:
+                        raise statements_error(LIMITS.max_statements, more=True)
+                content = semicolon = False
                 yield from self.handle_NL(token)
                 continue
+            if semicolon and not self.brackets:  # "a; b": the ";" ended a statement
+                budget -= 1
+            content, semicolon = True, ttype == "SEMICOLON"
+            if (ttype == "NUMBER" or ttype == "STRING") and len(token.value) > 1000:
+                _check_literal(token)
             if first:
                 first = False
                 if token.column != 1:

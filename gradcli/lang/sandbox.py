@@ -17,9 +17,12 @@ import operator
 
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
+from ..autograd.grad_mode import inference_mode, is_inference_mode_enabled
+from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
+from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
@@ -28,8 +31,9 @@ from .values import UserFunction, type_name
 # ------------------------------------------------------------------------------ members
 
 _TENSOR_ATTRS = ("data", "grad", "grad_fn", "requires_grad", "is_leaf", "shape", "dtype", "device", "ndim",
-                 "T", "mT", "retains_grad", "is_cuda")
-_TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "requires_grad_", "detach", "detach_",
+                 "T", "mT", "retains_grad", "is_cuda", "volatile")
+_TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
+                   "requires_grad_", "detach", "detach_",
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
                    "long")
 TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
@@ -43,22 +47,59 @@ def register_hook(self, hook):
     return Tensor.register_hook(self, hook)
 
 
+def _user_hook(hook):
+    # Only the program's own functions are hooks: anything else would fail inside backward.
+    if not isinstance(hook, UserFunction):
+        raise GradTypeError(f"a hook must be a function such as lambda grad_inputs, grad_outputs: None, "
+                            f"not {type_name(hook)}")
+    return hook
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    return Tensor.register_post_accumulate_grad_hook(self, _user_hook(hook))
+
+
 def _no_member(obj, name):
     raise GradNameError(f"'{type_name(obj)}' object has no attribute '{name}'")
 
 
-NODE_ATTRS = {"next_functions": operator.attrgetter("next_functions"),
-              "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable")}
-NODE_METHODS = {"name": Node.name}
+class _NodeAttrs(dict):
+    """The node attributes a program may read: the fixed ones, and any ``_saved_<field>`` that the
+    node's class declares (``gradcli.autograd.introspection.saved_fields``), torch's names."""
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or (
+            isinstance(name, str) and name.startswith("_saved_") and name[7:].isidentifier())
+
+    def __getitem__(self, name):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        return lambda n: _saved_field(n, name)
+
+
+def _saved_field(node, name):
+    if name[7:] not in saved_fields(type(node)):
+        _no_member(node, name)
+    return getattr(node, name)
+
+
+NODE_ATTRS = _NodeAttrs({"next_functions": operator.attrgetter("next_functions"),
+                         "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable"),
+                         "metadata": operator.attrgetter("metadata")})
+NODE_METHODS = {"name": Node.name, "register_hook": lambda n, fn: Node.register_hook(n, _user_hook(fn)),
+                "register_prehook": lambda n, fn: Node.register_prehook(n, _user_hook(fn))}
 HANDLE_METHODS = {"remove": RemovableHandle.remove}
 RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
 DTYPE_ATTRS = {"is_floating_point": operator.attrgetter("is_floating_point")}
 SIZE_METHODS = {"numel": Size.numel}
+GENERATOR_METHODS = {"manual_seed": Generator.manual_seed, "initial_seed": Generator.initial_seed,
+                     "seed": Generator.seed}
 
 # type -> (attributes, methods) the language allows on its values (either may be None)
 _MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
                   (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
-                  (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS))
+                  (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS),
+                  (Generator, None, GENERATOR_METHODS))
 
 
 def _member_tables(obj):
@@ -91,8 +132,23 @@ def method(obj, name):
     return methods[name]
 
 
+# difflib's matching is quadratic in the names' length: the did-you-mean hint looks only at names of
+# sensible length and similar size, and at a bounded number of them (a hostile program's 600 KB name
+# or 10**5 variables must not turn an error message into minutes of work).
+HINT_MAX_LENGTH = 64
+HINT_MAX_CANDIDATES = 2000
+
+
 def suggest(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    if len(name) > HINT_MAX_LENGTH:
+        return ""
+    near = []
+    for c in candidates:
+        if abs(len(c) - len(name)) <= 3 and len(c) <= HINT_MAX_LENGTH:
+            near.append(c)
+            if len(near) >= HINT_MAX_CANDIDATES:
+                break
+    close = difflib.get_close_matches(name, near, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
@@ -113,9 +169,13 @@ BUILTINS = {
     "enable_grad": enable_grad,
     "set_grad_enabled": _set_grad_enabled,
     "is_grad_enabled": lambda: _GRAD.enabled,
+    "inference_mode": inference_mode,
+    "is_inference_mode_enabled": is_inference_mode_enabled,
     "len": len,
     "float": float,
     "int": int,
+    "saved_tensors_hooks": lambda pack_hook, unpack_hook: saved_tensors_hooks(_user_hook(pack_hook),
+                                                                              _user_hook(unpack_hook)),
 }
 # (``print`` is the evaluator's own: it writes to the run's output.)
 _LANGUAGE_BUILTINS = dict(BUILTINS)
@@ -137,6 +197,7 @@ def registered_builtins() -> dict:
         TENSOR_METHODS.update({name: info.fn for name, info in functions.items() if info.method is True})
         TENSOR_METHODS["__getitem__"] = Tensor.__getitem__
         TENSOR_METHODS["register_hook"] = register_hook
+        TENSOR_METHODS["register_post_accumulate_grad_hook"] = register_post_accumulate_grad_hook
         _READ_FROM[0] = key
     return BUILTINS
 
@@ -146,6 +207,7 @@ EXPLICIT_BACKWARD = (BUILTINS["backward"], BUILTINS["grad"])
 
 CONSTANTS = {name: d for name, d in DTYPES.items()}
 CONSTANTS.update({"float": DTYPES["float32"], "double": DTYPES["float64"], "long": DTYPES["int64"],
+                  "half": DTYPES["float16"],
                   "inf": math.inf, "nan": math.nan, "pi": math.pi, "e": math.e})
 # 'float' as a dtype constant would shadow the function; keep it a function, as in Python.
 del CONSTANTS["float"]

@@ -17,7 +17,7 @@ from ..autograd.tensor import Tensor
 from ..ops.registry import BINARY_OPERATORS
 from ..backend.dtypes import Size, device as _device, dtype as _dtype
 from ..errors import GradcliError, GradTypeError, LimitError, ShapeError
-from ..limits import MAX_INT_DIGITS, check_int
+from ..limits import MAX_INT_DIGITS, check_int, check_output
 from ..ops.reduction import ReturnTypes
 
 
@@ -134,6 +134,13 @@ def _int_text(v) -> str:
 
 # ------------------------------------------------------------------------------ indexing and unpacking
 
+def setitem(obj, index, value) -> None:
+    """``obj[i, j, ...] = value``: tensors only (the language has no mutable lists)."""
+    if not isinstance(obj, Tensor):
+        raise GradTypeError(f"'{type_name(obj)}' object does not support item assignment")
+    obj[index[0] if len(index) == 1 else tuple(index)] = value
+
+
 def subscript(obj, index):
     """``obj[i, j, ...]``; ``index`` is the list of index values (ints, slices, None, ...)."""
     key = index[0] if len(index) == 1 else tuple(index)
@@ -167,39 +174,61 @@ def unpack(value, count):
 
 # ------------------------------------------------------------------------------ display
 
-def display(value) -> str:
-    """What ``print`` writes for a value (strings as they are, everything else its repr)."""
+def display(value, limit: int | None = None) -> str:
+    """What ``print`` writes for a value (strings as they are, everything else its repr); a
+    LimitError rather than a text over ``limit`` characters (``--max-output``)."""
     if isinstance(value, str):
-        return value
-    if type(value) is list or type(value) is tuple:
-        return _repr_nested(value)
-    return repr(value)
+        text = value
+    elif type(value) is list or type(value) is tuple:
+        text = _repr_nested(value, limit)
+    else:
+        text = repr(value)
+    if limit is not None:
+        check_output(len(text), "the printed text", limit)
+    return text
 
 
 class _Punct(str):
     """A bracket or separator while :func:`_repr_nested` writes a list out."""
 
 
-def _repr_nested(value) -> str:
+def _repr_nested(value, limit: int | None = None) -> str:
     """``repr`` of nested lists and tuples with an explicit stack: Python's own fails (RecursionError)
-    past about 1,000 levels, and a program can build a list 10,000 deep."""
-    parts = []
+    past about 1,000 levels, and a program can build a list 10,000 deep. Pieces are joined every
+    few thousand, so the text costs about its own length in memory, and it stops with a LimitError
+    once past ``limit`` characters (a list of 10**6 long strings would take gigabytes)."""
+    chunks, parts = [], []
     stack = [value]
+    size = 0
+    limit = limit if limit is not None else float("inf")
     while stack:
+        if len(parts) >= 4096:
+            chunks.append("".join(parts))
+            parts.clear()
+            if size > limit:
+                check_output(size, "the printed text", limit)
         item = stack.pop()
         if item.__class__ is _Punct:
-            parts.append(item)
+            piece = str.__str__(item)
         elif type(item) is list or type(item) is tuple:
             is_list = type(item) is list
-            parts.append("[" if is_list else "(")
+            piece = "[" if is_list else "("
+            if size + 3 * len(item) > limit:  # each item takes a character and ", " at least
+                check_output(size + 3 * len(item), "the printed text", limit)
             stack.append(_Punct("]" if is_list else ",)" if len(item) == 1 else ")"))
             for i in range(len(item) - 1, -1, -1):
                 stack.append(item[i])
                 if i:
-                    stack.append(_Punct(", "))
+                    stack.append(_COMMA)
         else:
-            parts.append(repr(item))
-    return "".join(parts)
+            piece = repr(item)
+        parts.append(piece)
+        size += len(piece)
+    chunks.append("".join(parts))
+    return "".join(chunks)
+
+
+_COMMA = _Punct(", ")
 
 
 # ------------------------------------------------------------------------------ Python's exceptions

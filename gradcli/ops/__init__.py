@@ -6,7 +6,8 @@ and attaches their method forms and operators to ``Tensor``. Every registered fu
 exported from here by its name (``gradcli.ops.mul``), read from the registry.
 """
 
-from . import creation, indexing, linalg, pointwise, reduction, shape  # noqa: F401  (the declarations)
+from . import creation, indexing, legacy, linalg, pointwise, random, reduction, shape  # noqa: F401  (the declarations)
+from . import autograd_functional, nn_functional  # noqa: F401  (after the families whose ops they use)
 from . import formulas  # noqa: F401  (hands the engine its formula namespaces)
 from .indexing import embed, getitem, index_with_key  # noqa: F401  (used by formulas)
 from .linalg import bmm  # noqa: F401

@@ -1,8 +1,10 @@
 """Constructors: ``tensor``, ``ones``, ``zeros``, ``rand``... each taking dtype, device, requires_grad.
 
-Every constructor checks the element limit before allocating. Random values come
-from a NumPy generator seeded by ``manual_seed`` (``--seed``); they are
-reproducible within gradcli but are not the numbers torch's generator draws.
+Every constructor checks the element limit before allocating. Random values come from
+torch's CPU generator reimplemented (``gradcli/backend/generator.py``): after
+``manual_seed(n)`` (or ``--seed n``) rand, randn, randint, normal, randperm and the ``_like``
+forms draw exactly the numbers torch draws after ``torch.manual_seed(n)``, call after call.
+Random values for a GPU are drawn on the host and copied (torch's CUDA generator differs).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import numpy as _np
 
 from ..backend import dtypes as _dt
 from ..backend import get_backend
+from ..backend import generator as _generator
 from ..errors import GradTypeError, ShapeError
 from .registry import op
 from ..limits import check_numel
@@ -18,18 +21,45 @@ from ..autograd import factory as _factory
 from ..autograd.factory import DEFAULT_DEVICE, _finish  # noqa: F401  (DEFAULT_DEVICE: the CLI sets it)
 from ..autograd.tensor import Tensor
 
-_RNG = [None]  # made on first use: importing numpy.random costs ~10 ms of start-up
+_RNG = [None]  # the Generator; made on first use (numpy.random costs ~10 ms of start-up)
 
 
 def manual_seed(seed: int) -> None:
-    """Seed the generator behind rand/randn/rand_like."""
-    _RNG[0] = _np.random.default_rng(int(seed))
+    """Seed the generator behind rand/randn/randint/normal/randperm, as torch.manual_seed."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, float)):
+        raise GradTypeError(f"manual_seed expected an int, but got {type(seed).__name__}")
+    _RNG[0] = _generator.Generator(int(seed))  # torch: int(seed), so 1.5 seeds as 1
+
+
+def initial_seed() -> int:
+    """The seed the generator was last seeded with."""
+    return _rng().initial_seed()
+
+
+def seed() -> int:
+    """Seed the generator from the operating system's entropy; returns that seed."""
+    return _rng().seed()
 
 
 def _rng():
     if _RNG[0] is None:
-        _RNG[0] = _np.random.default_rng()
+        _RNG[0] = _generator.Generator()
     return _RNG[0]
+
+
+def _draw(shape, name: str, draw, generator=None):
+    """``draw(generator, n, dtype)`` for a shape, in the dtype (float16, float32 and float64 as
+    torch draws them), from ``generator`` (a ``Generator``) or the default one."""
+    n = int(_np.prod(shape, dtype=_np.int64))
+    return draw(_gen(generator), n, name).reshape(shape).astype(name, copy=False)
+
+
+def _gen(generator):
+    if generator is None:
+        return _rng()
+    if not isinstance(generator, _generator.Generator):
+        raise GradTypeError(f"generator must be a Generator, not {type(generator).__name__}")
+    return generator
 
 
 def _size(size) -> tuple:
@@ -93,19 +123,19 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    """Uniform random values in [0, 1) (seed with --seed)."""
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform random values in [0, 1), torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_rng().random(shape).astype(name), name, device, requires_grad)
+    return _finish(_draw(shape, name, lambda g, n, d: g.uniform(n, d), generator), name, device, requires_grad)
 
 
 @op(method=False, category="creation")
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    """Standard normal random values (seed with --seed)."""
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal random values, torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)
     name = _float(dtype)
-    return _finish(_rng().standard_normal(shape).astype(name), name, device, requires_grad)
+    return _finish(_draw(shape, name, lambda g, n, d: g.normal(n, d), generator), name, device, requires_grad)
 
 
 @op(method=False, category="creation")
@@ -181,13 +211,13 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
 @op(method=False, category="creation")
 def rand_like(input, dtype=None, device=None, requires_grad=False):
     """Uniform random values with ``input``'s shape, dtype and device."""
-    return _like(lambda s, d: _rng().random(s).astype(d), input, dtype, device, requires_grad)
+    return _like(lambda s, d: _draw(s, d, lambda g, n, b: g.uniform(n, b)), input, dtype, device, requires_grad)
 
 
 @op(method=False, category="creation")
 def randn_like(input, dtype=None, device=None, requires_grad=False):
     """Standard normal values with ``input``'s shape, dtype and device."""
-    return _like(lambda s, d: _rng().standard_normal(s).astype(d), input, dtype, device, requires_grad)
+    return _like(lambda s, d: _draw(s, d, lambda g, n, b: g.normal(n, b)), input, dtype, device, requires_grad)
 
 
 @op(differentiable=False, category="comparison")

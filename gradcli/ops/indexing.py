@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradcliError, GradIndexError, GradTypeError, ShapeError, TypeIndexError
 from ..autograd.function import apply
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import define_node
 from ..autograd.tensor import Tensor, _wrap_dim
-from .shape import AliasBackward0, unsqueeze
+from .shape import AliasBackward0, unsqueeze, view_of
 
 SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
                               self="F.embed(grad, self_sizes, key, False)",
@@ -32,9 +32,13 @@ IndexBackward0 = define_node("IndexBackward0", attrs=("key",),
 SliceBackwardBackward0 = define_node("SliceBackwardBackward0", attrs=("shape", "key"),
                                      self="F.take(grad, key)",
                                      forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, False))
-IndexPutBackward0 = define_node("IndexPutBackward0", attrs=("shape", "key"),
-                                self="F.take(grad, key)",
-                                forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, True))
+# index_put (``x[idx] = v``, and the double backward of ``x[idx]``): the indexed positions of
+# ``self`` get ``values`` (added to them with accumulate), so ``self``'s gradient there is zero.
+IndexPutBackward0 = define_node(
+    "IndexPutBackward0", inputs=("self", "values"), attrs=("key", "accumulate"), broadcasts=True,
+    self="grad if accumulate else grad - F.embed(F.take(grad, key), self_sizes, key, False)",
+    values="F.take(grad, key)",
+    forward=lambda xp, x, v, key, accumulate: _index_put(xp, x, v, key, accumulate))
 
 
 def _rest(dim, ndim):
@@ -62,8 +66,20 @@ def _embed(xp, g, shape, key, accumulate):
     return out
 
 
+def _index_put(xp, x, v, key, accumulate):
+    out = xp.asarray(x, copy=True)
+    if accumulate:
+        result = backend_of_array(out).scatter_add(out, key, v)
+        return out if result is None else result
+    out[key] = v
+    return out
+
+
 def embed(grad, shape, key, accumulate):
-    return apply(IndexPutBackward0 if accumulate else SliceBackwardBackward0, (grad,), (shape, key))
+    if accumulate:
+        zeros = Tensor._make(grad._backend.xp.zeros(shape, dtype=grad._data.dtype), grad._backend)
+        return apply(IndexPutBackward0, (zeros, grad), (key, True))
+    return apply(SliceBackwardBackward0, (grad,), (shape, key))
 
 
 def index_with_key(x, key):
@@ -73,8 +89,15 @@ def index_with_key(x, key):
 @op(SliceBackward0, category="shape")
 def narrow(input, dim, start, length):
     """``length`` elements of ``dim`` from ``start`` (a view: SliceBackward0)."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input.shape[dim]
+    if not -size <= start <= size:
+        raise GradIndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0 or start + length > size:
+        raise ShapeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, input.ndim)
-    return apply(SliceBackward0, (input,), (key,))
+    return view_of(SliceBackward0, input, (key,))
 
 
 def _is_advanced(item) -> bool:
@@ -93,6 +116,17 @@ def _consumed(item) -> int:
 
 def getitem(x: Tensor, key):
     """``x[key]`` for ints, slices, None, ..., integer lists and bool/integer tensors."""
+    out, full, recorded = _decompose(x, key)
+    if full is not None:
+        return apply(IndexBackward0, (out,), (full,))
+    if not recorded:
+        return view_of(AliasBackward0, out)
+    return out
+
+
+def _decompose(x: Tensor, key, skip_full: bool = False):
+    """``x[key]`` as torch splits it: the view the basic items (ints, slices, None) make, recorded
+    left to right, and the advanced items' full key on that view (None when there are none)."""
     single = not isinstance(key, tuple)
     items = [key] if single else list(key)
     if sum(1 for i in items if i is Ellipsis) > 1:
@@ -102,7 +136,7 @@ def getitem(x: Tensor, key):
             isinstance(items[0], int) and not isinstance(items[0], bool))):
         _select(x, 0, 0) if isinstance(items[0], int) else _slice(x, 0, items[0])  # torch's 0-dim messages
     if used > x.ndim:
-        raise ShapeError(f"too many indices for tensor of dimension {x.ndim}")
+        raise GradIndexError(f"too many indices for tensor of dimension {x.ndim}")
     at = next((i for i, item in enumerate(items) if item is Ellipsis), None)
     if at is not None:
         items[at:at + 1] = [slice(None)] * (x.ndim - used)
@@ -116,12 +150,15 @@ def getitem(x: Tensor, key):
             d += 1
             recorded = True
         elif isinstance(item, slice):
-            if single or item != slice(None):
+            if skip_full and _covers(item, out.shape[d] if d < out.ndim else None):
+                pass  # set_item's slice optimization: a slice over the whole dim is no slice
+            elif single or item != slice(None):
                 out = _slice(out, d, item)
                 recorded = True
             d += 1
         elif _is_advanced(item):
             advanced.append((d, _index_array(out, item)))
+            _check_mask(out.shape, d, advanced[-1][1])
             d += _consumed(item)
         elif isinstance(item, (int, Tensor)) and not isinstance(item, bool):
             out = _select(out, d, int(item), position)  # torch names the index's position in the key
@@ -131,16 +168,29 @@ def getitem(x: Tensor, key):
         else:
             raise GradTypeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                                 f"Variables are valid indices (got {type(item).__name__})")
-    if advanced:
-        _check_index_size(out.shape, advanced)
-        full = [slice(None)] * out.ndim
-        for dim, arr in reversed(advanced):
-            span = arr.ndim if _is_mask(arr) else 1
-            full[dim:dim + span] = [arr]
-        return apply(IndexBackward0, (out,), (tuple(full),))
-    if not recorded:
-        return apply(AliasBackward0, (out,))
-    return out
+    if not advanced:
+        return out, None, recorded
+    _check_index_size(out.shape, advanced)
+    full = [slice(None)] * out.ndim
+    for dim, arr in reversed(advanced):
+        span = arr.ndim if _is_mask(arr) else 1
+        full[dim:dim + span] = [arr]
+    return out, tuple(full), recorded
+
+
+def _check_mask(shape, dim, arr) -> None:
+    """torch's IndexError for a bool mask whose shape does not match the dims it indexes."""
+    if not _is_mask(arr):
+        return
+    for i, n in enumerate(arr.shape):
+        if dim + i >= len(shape) or shape[dim + i] != n:
+            raise GradIndexError(f"The shape of the mask {list(arr.shape)} at index {i} does not match the shape "
+                                 f"of the indexed tensor {list(shape)} at index {dim + i}")
+
+
+def _covers(item: slice, size) -> bool:
+    return (size is not None and item.start in (None, 0) and item.step in (None, 1)
+            and (item.stop is None or (isinstance(item.stop, int) and item.stop >= size)))
 
 
 def _check_index_size(shape, advanced) -> None:
@@ -169,24 +219,25 @@ def _check_index_size(shape, advanced) -> None:
 
 def _select(x, dim, index, position=None):
     if x.ndim == 0:
-        raise ShapeError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+        raise GradIndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     size = x.shape[dim]
     if not -size <= index < size:
-        raise ShapeError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
+        raise GradIndexError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
                          f"with size {size}")
-    return apply(SelectBackward0, (x,), ((slice(None),) * dim + (index % size,) + _rest(dim, x.ndim),))
+    # a trailing ... keeps NumPy's result a view even when it is 0-d
+    return view_of(SelectBackward0, x, ((slice(None),) * dim + (index % size, Ellipsis),))
 
 
 def _slice(x, dim, item):
     if x.ndim == 0:
-        raise ShapeError("slice() cannot be applied to a 0-dim tensor.")
+        raise GradIndexError("slice() cannot be applied to a 0-dim tensor.")
     if item.step is not None and item.step <= 0:
         raise ShapeError("step must be greater than zero")
     for part in (item.start, item.stop, item.step):
         if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
             raise GradTypeError("slice indices must be integers or None")
-    return apply(SliceBackward0, (x,), ((slice(None),) * dim + (item,) + _rest(dim, x.ndim),))
+    return view_of(SliceBackward0, x, ((slice(None),) * dim + (item,) + _rest(dim, x.ndim),))
 
 
 def _index_array(x, item):
@@ -196,13 +247,13 @@ def _index_array(x, item):
         if item.dtype.name == "bool":
             return arr
         if item.dtype.category != 1:
-            raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+            raise TypeIndexError("tensors used as indices must be long, int, byte or bool tensors")
         return arr
     flat = _flatten_list(item)
     if any(isinstance(v, bool) for v in flat) and all(isinstance(v, bool) for v in flat):
         return xp.asarray(item, dtype=x._backend.dtype("bool"))
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in flat):
-        raise GradTypeError("tensors used as indices must be long, int, byte or bool tensors")
+        raise TypeIndexError("tensors used as indices must be long, int, byte or bool tensors")
     return xp.asarray(item, dtype=x._backend.dtype("int64"))
 
 
@@ -221,7 +272,9 @@ def _checked_getitem(self, key):
     try:
         return getitem(self, key)
     except IndexError as exc:  # numpy's words for an integer-list index out of range, in torch's
-        raise ShapeError(re.sub(r"for axis \d+", "for dimension 0", str(exc))) from None
+        if isinstance(exc, GradcliError):
+            raise
+        raise GradIndexError(re.sub(r"for axis \d+", "for dimension 0", str(exc))) from None
 
 
 Tensor.__getitem__ = _checked_getitem
@@ -230,6 +283,91 @@ Tensor.__getitem__ = _checked_getitem
 @op(SelectBackward0, category="shape")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed)."""
-    return _select(input, _wrap_dim(dim, input.ndim), int(index))
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if not -size <= int(index) < size:
+        raise GradIndexError(f"select(): index {int(index)} out of range for tensor of size {list(input.shape)} "
+                             f"at dimension {d}")
+    return _select(input, d, int(index))
 
 
+
+
+# -- item assignment --------------------------------------------------------------------------------
+
+def setitem(x: Tensor, key, value) -> None:
+    """``x[key] = value`` as torch's ``set_item``: the basic items make a view (slices covering a
+    whole dim skipped) that ``value`` is copied into (CopySlices on ``x``), or filled with a 0-d
+    value; advanced items an ``index_put_`` on that view (IndexPutBackward0)."""
+    if key is False:
+        return
+    value = _value_tensor(x, value)
+    out, full, _ = _decompose(x, key, skip_full=True)
+    if full is None:
+        _copy_to(out, value)
+        return
+    stripped = _strip_leading_ones(value.shape)
+    if stripped != tuple(value.shape):
+        value = value.view(stripped)
+    if value.dtype.name != out.dtype.name:
+        value = value.to(out.dtype.name)
+    index_put_(out, full, value)
+
+
+def _copy_to(dst: Tensor, src: Tensor) -> None:
+    """torch's ``copy_to``: equal shapes copy, a 0-d value fills, anything else is viewed without
+    its leading 1-dims and expanded to the destination first (ViewBackward0, ExpandBackward0)."""
+    from .shape import copy_, fill_
+    if tuple(dst.shape) == tuple(src.shape):
+        copy_(dst, src)
+    elif src.ndim == 0:
+        fill_(dst, src)
+    else:
+        src = src.view(_strip_leading_ones(src.shape))
+        if tuple(src.shape) != tuple(dst.shape):
+            src = src.expand(*dst.shape)  # torch's expand messages when it does not fit
+        copy_(dst, src)
+
+
+def _strip_leading_ones(shape):
+    shape = tuple(shape)
+    i = 0
+    while i < len(shape) and shape[i] == 1:
+        i += 1
+    return shape[i:]
+
+
+def _value_tensor(x: Tensor, value) -> Tensor:
+    """A Python number (or list) as a tensor of ``x``'s dtype and device, as torch's setitem."""
+    if isinstance(value, Tensor):
+        return value
+    from ..autograd.factory import tensor as _tensor
+    try:
+        return _tensor(value, dtype=x.dtype.name, device=str(x.device))
+    except (TypeError, ValueError):
+        raise GradTypeError(f"can't assign a {type(value).__name__} to a {_type_name(x)}") from None
+
+
+def _type_name(x: Tensor) -> str:
+    kind = {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool"}.get(x.dtype.name, "")
+    return f"torch.{kind}Tensor"
+
+
+def index_put_(x: Tensor, key, value: Tensor) -> Tensor:
+    """``x[key] = value`` for an advanced key, in place (recorded as IndexPutBackward0)."""
+    from ..autograd.grad_mode import STATE
+    from ..autograd.views import rebase, writable
+    x._check_inplace()
+    if STATE.enabled and (x._requires_grad or value._requires_grad):
+        old = Tensor._make(x._data, x._backend, x.grad_fn)  # x as it was: its edge
+        old._requires_grad = x._requires_grad
+        result = apply(IndexPutBackward0, (old, value), (key, False))
+        writable(x)[...] = result._data
+        rebase(x, result.grad_fn)
+    else:
+        writable(x)[key] = value._data
+    x._bump()
+    return x
+
+
+Tensor.__setitem__ = lambda self, key, value: setitem(self, key, value)

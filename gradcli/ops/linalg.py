@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import ShapeError, GradTypeError
 from ..autograd.function import apply
 from .registry import op
-from ..limits import check_numel
+from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
 from .pointwise import MulBackward0
 from .shape import ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze
@@ -56,6 +56,7 @@ def mm(input, mat2):
                          f"{mat2.shape[0]}x{mat2.shape[1]})")
     _same_dtype(input, mat2, "mm")
     check_numel((input.shape[0], mat2.shape[1]))
+    check_flops(2 * input.shape[0] * input.shape[1] * mat2.shape[1], "this matrix product")
     return apply(MmBackward0, (input, mat2))
 
 
@@ -171,6 +172,7 @@ def _batched(input, other):
     flat = 1
     for s in batch:
         flat *= s
+    check_flops(2 * flat * n * k * m, "this batched matrix product")
     a = reshape(expand(input, *(batch + (n, k))), flat, n, k)
     b = reshape(expand(other, *(batch + (k, m))), flat, k, m)
     out = _unsafe_view(bmm(a, b), batch + (n, m))

@@ -10,13 +10,14 @@ from __future__ import annotations
 import inspect
 
 from ..backend import dtypes as _dt
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply2
 from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
+from ..autograd.views import rebase, writable
 
 _SCALARS = (int, float, bool)
 
@@ -300,6 +301,9 @@ def clamp(input, min=None, max=None):
     """Limit values to [min, max]; either bound may be None, a number or a tensor."""
     if min is None and max is None:
         raise GradTypeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound, name in ((min, "min"), (max, "max")):
+        if bound is not None and bound.__class__ is not Tensor and not isinstance(bound, (int, float)):
+            raise GradTypeError(f"clamp(): argument '{name}' must be Number or Tensor, not {type(bound).__name__}")
     if min.__class__ is Tensor or max.__class__ is Tensor:
         lo = None if min is None else as_tensor_arg(min, input)
         hi = None if max is None else as_tensor_arg(max, input)
@@ -320,6 +324,12 @@ def clamp(input, min=None, max=None):
     if not input.dtype.is_floating_point and (isinstance(min, float) or isinstance(max, float)):
         input = input.to(_dt.DEFAULTS.float)  # torch: float bounds on an integer tensor give the default float
     return apply(ClampBackward1, (input,), (min, max))
+
+
+@op(ClampBackward1, ClampBackward0)
+def clip(input, min=None, max=None):
+    """Alias of clamp (records ClampBackward1, or ClampBackward0 with tensor bounds)."""
+    return clamp(input, min, max)
 
 
 MaximumBackward0 = define_node(
@@ -465,17 +475,16 @@ def _inplace(name, outplace, operator):
                                       self.grad_fn)
             result = outplace(source, other, **kwargs)
             _check_inplace_shape(self, result)
-            self._data[...] = result._data
-            self.grad_fn = result.grad_fn
-            self._requires_grad = True
+            writable(self)[...] = result._data
+            rebase(self, result.grad_fn)
         else:
             with _no_grad():
                 result = outplace(self, other, **kwargs)
             _check_inplace_shape(self, result)
             if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
-                raise GradTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
+                raise RuntimeTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
                                     f"the desired output type {_scalar_type(self.dtype)}")
-            self._data[...] = result._data
+            writable(self)[...] = result._data
         self._bump()
         return self
     inplace.__name__ = inplace.__qualname__ = name
@@ -514,9 +523,9 @@ ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like
 def zero_(input):
     """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
     input._check_inplace()
-    input._data[...] = 0
+    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
+    writable(input)[...] = 0
     input._bump()
-    if input.grad_fn is not None and _GRAD.enabled:
-        # the node's input is the tensor as it was: an alias holding its old grad_fn (the edge torch keeps)
-        input.grad_fn = apply(ZeroBackward0, (Tensor._make(input._data, input._backend, input.grad_fn),)).grad_fn
+    if input._requires_grad and _GRAD.enabled:
+        rebase(input, apply(ZeroBackward0, (old,)).grad_fn)
     return input

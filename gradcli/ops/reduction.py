@@ -431,8 +431,9 @@ def logsumexp(input, dim, keepdim=False):
 
 
 @op(SoftmaxBackward0, category="reduction")
-def softmax(input, dim, dtype=None):
+def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
+    dim = _implicit_dim("softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(SoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
@@ -440,12 +441,24 @@ def softmax(input, dim, dtype=None):
 
 
 @op(LogSoftmaxBackward0, category="reduction")
-def log_softmax(input, dim, dtype=None):
+def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
+    dim = _implicit_dim("log_softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
         return apply(LogSoftmaxBackward0, (input.reshape((1,)),), (0,)).reshape(())
     return apply(LogSoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
+
+
+def _implicit_dim(name, input, dim):
+    """F.softmax(x) without dim: torch's deprecated implicit choice (0 for 0-, 1- and 3-d inputs,
+    else 1), with its warning."""
+    if dim is not None:
+        return dim
+    import warnings
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  f"as an argument.", UserWarning, stacklevel=3)
+    return 0 if getattr(input, "ndim", 0) in (0, 1, 3) else 1
 
 
 def _floating(t):
@@ -466,3 +479,30 @@ def any(input, dim=None, keepdim=False):
     xp = input._backend.xp
     axis = None if dim is None else dims(dim, input.ndim)
     return Tensor._make(xp.any(input._data, axis=axis, keepdims=keepdim), input._backend)
+
+
+def _arg_extreme(input, dim, keepdim, pick):
+    xp = input._backend.xp
+    if dim is None:
+        if input.numel() == 0:
+            raise ShapeError(f"{pick}(): Expected reduction dim to be specified for input.numel() == 0.")
+        flat = xp.reshape(input._data, (-1,))
+        out = getattr(xp, pick)(flat)
+        out = xp.reshape(xp.asarray(out, dtype=input._backend.dtype("int64")), (1,) * input.ndim if keepdim else ())
+        return Tensor._make(out, input._backend)
+    d = _wrap_dim(dim, _builtins.max(input.ndim, 1))
+    data = input._data if input.ndim else xp.reshape(input._data, (1,))
+    out = xp.asarray(getattr(xp, pick)(data, axis=d, keepdims=keepdim), dtype=input._backend.dtype("int64"))
+    return Tensor._make(out if input.ndim else xp.reshape(out, ()), input._backend)
+
+
+@op(differentiable=False, category="reduction")
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest element (over ``dim`` if given; of the flattened tensor otherwise)."""
+    return _arg_extreme(input, dim, keepdim, "argmax")
+
+
+@op(differentiable=False, category="reduction")
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest element (over ``dim`` if given; of the flattened tensor otherwise)."""
+    return _arg_extreme(input, dim, keepdim, "argmin")

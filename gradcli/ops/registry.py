@@ -19,6 +19,7 @@ own parameters, grad_fn names, formulas, doc) and the docs. See ``docs/ADDING_AN
 
 from __future__ import annotations
 
+import functools as _functools
 import inspect
 import operator as _operator
 
@@ -115,15 +116,41 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
     def register(fn):
         fname = name or fn.__name__
         doc = (fn.__doc__ or "").strip().split("\n")[0]
+        plain = fn
+        fn = _with_numpy_names(fn, fname)
         info = Op(fname, fn, method, tuple(nodes), doc, differentiable, category, operator)
         FUNCTIONS[fname] = info
         BY_FUNCTION[fn] = info
+        BY_FUNCTION[plain] = info
         if method:
             setattr(Tensor, fname if method is True else method, fn)
         if operator is not None:
             _install_operator(info, reflected, fast)
         return fn
     return register
+
+
+_NO_AXIS = {"norm"}  # torch's Tensor.norm takes no axis=
+
+
+def _with_numpy_names(fn, name):
+    """torch's NumPy-style keyword aliases, ``axis=`` for ``dim=`` and ``keepdims=`` for
+    ``keepdim=``, for an op with a ``dim`` parameter (its signature, shown by ``gradcli ops``,
+    stays torch's own)."""
+    params = inspect.signature(fn).parameters
+    if "dim" not in params or "axis" in params or name in _NO_AXIS:
+        return fn
+
+    @_functools.wraps(fn)
+    def aliased(*args, **kwargs):
+        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):
+            for alias, real in (("axis", "dim"), ("keepdims", "keepdim")):
+                if alias in kwargs:
+                    if real in kwargs:
+                        raise GradTypeError(f"{name}() received both '{real}' and its alias '{alias}'")
+                    kwargs[real] = kwargs.pop(alias)
+        return fn(*args, **kwargs)
+    return aliased
 
 
 def _install_operator(info: Op, reflected, fast: bool) -> None:

@@ -9,6 +9,12 @@ from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _wrap_dim
+from ..autograd.views import make_view
+
+
+def view_of(cls, input, attrs=()):
+    """Record view op ``cls`` on ``input``: the result shares its storage and version counter."""
+    return make_view(apply(cls, (input,), attrs), input, cls, attrs)
 
 ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
                             forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
@@ -18,8 +24,15 @@ AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x
 CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
 # What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
 # (copy_ onto an empty one, whose edge is None), so x.grad prints grad_fn=<CopyBackwards>.
-CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), src="grad",
-                            forward=lambda xp, dst, src: xp.asarray(src, copy=True))
+# copy_ (``dst.copy_(src)``, ``x[0:2] = v``) records it too: src's gradient is summed back to its shape.
+CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), src="grad", broadcasts=True,
+                            forward=lambda xp, dst, src: xp.asarray(xp.broadcast_to(src, dst.shape), copy=True))
+CopyBackwards.name = lambda self: "torch::autograd::CopyBackwards"  # a C++ node in torch, named so
+FillBackward0 = define_node("FillBackward0", attrs=("value",), self="F.zeros_like(grad)",
+                            forward=lambda xp, x, value: xp.full_like(x, value))
+FillBackward3 = define_node("FillBackward3", inputs=("self", "value"), self="F.zeros_like(grad)",
+                            value="F.sum_to(grad, value_sizes)",
+                            forward=lambda xp, x, value: xp.asarray(xp.broadcast_to(value, x.shape), copy=True))
 TransposeBackward0 = define_node("TransposeBackward0", attrs=("dim0", "dim1"),
                                  self="F.transpose(grad, dim0, dim1)",
                                  forward=lambda xp, x, d0, d1: xp.permute_dims(x, _swap(x.ndim, d0, d1)))
@@ -45,6 +58,40 @@ ToCopyBackward0 = define_node("ToCopyBackward0", attrs=("dtype",), self="F.cast(
                               forward=lambda xp, x, dtype: xp.astype(x, dtype, copy=True))
 
 
+DiagonalBackward0 = define_node(
+    "DiagonalBackward0", attrs=("offset", "dim1", "dim2"),
+    self="F.embed(F.permute(grad, diagonal_perm(self_sizes, dim1, dim2)), self_sizes, "
+         "diagonal_key(self_sizes, offset, dim1, dim2), False)",
+    forward=lambda xp, x, offset, d1, d2: _diagonal(xp, x, offset, d1, d2))
+
+
+def _diagonal(xp, x, offset, d1, d2):
+    """NumPy's diagonal is a view (read-only, made writable by in-place ops on it)."""
+    if hasattr(xp, "diagonal") and xp.__name__.startswith(("numpy", "cupy")):
+        return xp.diagonal(x, offset, d1, d2)
+    out = x[diagonal_key(x.shape, offset, d1, d2)]
+    return xp.permute_dims(out, inverse_permutation(diagonal_perm(x.shape, d1, d2)))
+
+
+def diagonal_key(sizes, offset, d1, d2):
+    """The advanced-index key that picks the diagonal (its elements where indexing puts them)."""
+    import numpy as np
+    n = max(0, min(sizes[d1] - max(-offset, 0), sizes[d2] - max(offset, 0)))
+    i = np.arange(n)
+    key = [slice(None)] * len(sizes)
+    key[d1], key[d2] = i + max(-offset, 0), i + max(offset, 0)
+    return tuple(key)
+
+
+def diagonal_perm(sizes, d1, d2):
+    """Moves the diagonal's dim (last in ``diagonal``) to where advanced indexing puts it."""
+    rest = len(sizes) - 2
+    at = min(d1, d2) if abs(d1 - d2) == 1 else 0
+    order = list(range(rest))
+    order.insert(at, rest)
+    return tuple(order)
+
+
 def _swap(ndim, d0, d1):
     perm = list(range(ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
@@ -60,7 +107,7 @@ def inverse_permutation(dims):
 
 from ..autograd.node import formula_helpers  # noqa: E402
 
-formula_helpers(inverse_permutation=inverse_permutation)
+formula_helpers(inverse_permutation=inverse_permutation, diagonal_perm=diagonal_perm, diagonal_key=diagonal_key)
 
 
 def _shape_arg(shape):
@@ -103,7 +150,7 @@ def reshape(input, *shape):
     """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
     shape = _infer(_shape_arg(shape), input.numel(), input.shape)
     if _viewable(input, shape):
-        return apply(ViewBackward0, (input,), (shape,))
+        return view_of(ViewBackward0, input, (shape,))
     # as torch: a contiguous copy, then a view of it nobody else can see (x.t().reshape(-1))
     return apply(UnsafeViewBackward0, (apply(CloneBackward0, (input,)),), (shape,))
 
@@ -128,7 +175,7 @@ def view(input, *shape):
     if not _viewable(input, shape):
         raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                          "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-    return apply(ViewBackward0, (input,), (shape,))
+    return view_of(ViewBackward0, input, (shape,))
 
 
 @op(ViewBackward0, category="shape")
@@ -156,7 +203,7 @@ def _unsafe_view(input, shape):
 def transpose(input, dim0, dim1):
     """Swap two dims."""
     n = input.ndim
-    return apply(TransposeBackward0, (input,), (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
+    return view_of(TransposeBackward0, input, (_wrap_dim(dim0, n), _wrap_dim(dim1, n)))
 
 
 @op(TBackward0, category="shape")
@@ -164,7 +211,7 @@ def t(input):
     """Transpose a matrix (a 0-d or 1-d tensor is returned as is)."""
     if input.ndim > 2:
         raise ShapeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return apply(TBackward0, (input,))
+    return view_of(TBackward0, input)
 
 
 @op(PermuteBackward0, category="shape")
@@ -179,7 +226,7 @@ def permute(input, *dims):
     wrapped = tuple(_wrap_dim(d, n) for d in dims)
     if len(set(wrapped)) != n:
         raise ShapeError("permute(): duplicate dims are not allowed.")
-    return apply(PermuteBackward0, (input,), (wrapped,))
+    return view_of(PermuteBackward0, input, (wrapped,))
 
 
 def _T(self):
@@ -195,7 +242,7 @@ Tensor.mT = property(lambda self: transpose(self, -2, -1))
 @op(UnsqueezeBackward0, category="shape")
 def unsqueeze(input, dim):
     """Insert a dim of size 1 at ``dim``."""
-    return apply(UnsqueezeBackward0, (input,), (_wrap_dim(dim, input.ndim + 1),))
+    return view_of(UnsqueezeBackward0, input, (_wrap_dim(dim, input.ndim + 1),))
 
 
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2, category="shape")
@@ -211,12 +258,12 @@ def squeeze(input, dim=None):
         cls = SqueezeBackward1
         d = _wrap_dim(dim, input.ndim)
         drop = {d} if shape and shape[d] == 1 else set()
-    return apply(cls, (input,), (tuple(s for i, s in enumerate(shape) if i not in drop),))
+    return view_of(cls, input, (tuple(s for i, s in enumerate(shape) if i not in drop),))
 
 
 def _squeeze4(input, dim):
     shape = input.shape
-    return apply(SqueezeBackward4, (input,), (tuple(s for i, s in enumerate(shape) if i != dim),))
+    return view_of(SqueezeBackward4, input, (tuple(s for i, s in enumerate(shape) if i != dim),))
 
 
 @op(ExpandBackward0, category="shape")
@@ -247,13 +294,23 @@ def expand(input, *sizes):
         out.append(s)
     from ..limits import check_numel
     check_numel(tuple(out))
-    return apply(ExpandBackward0, (input,), (tuple(out),))
+    return view_of(ExpandBackward0, input, (tuple(out),))
 
 
 @op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
     return expand(input, *other.shape)
+
+
+@op(DiagonalBackward0, category="shape")
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal (``offset`` above it when positive) of the planes of ``dim1`` and ``dim2``: a view."""
+    n = input.ndim
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return view_of(DiagonalBackward0, input, (int(offset), d1, d2))
 
 
 @op(CloneBackward0, category="shape")
@@ -430,3 +487,73 @@ def stack(tensors, dim=0):
     arrays, casts = _promoted(tensors)
     data = xp.stack(arrays, axis=d)
     return _record_variadic(StackBackward0, tensors, data, (d, len(tensors), casts))
+
+
+# -- in-place copies -------------------------------------------------------------------------------
+
+@op(CopyBackwards, category="in-place")
+def copy_(input, src):
+    """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place (CopyBackwards)."""
+    from ..autograd.grad_mode import STATE
+    from ..autograd.views import rebase, writable
+    if not isinstance(src, Tensor):
+        raise GradTypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if src.dtype.name != input.dtype.name:
+        src = _to(src, input.dtype.name) if src._requires_grad else Tensor._make(
+            src._backend.xp.astype(src._data, input._data.dtype), src._backend)
+    _broadcastable(src, input)
+    input._check_inplace()
+    if STATE.enabled and (input._requires_grad or src._requires_grad):
+        old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
+        old._requires_grad = input._requires_grad
+        result = apply(CopyBackwards, (old, src))
+        writable(input)[...] = result._data
+        rebase(input, result.grad_fn)
+    else:
+        writable(input)[...] = src._data
+    input._bump()
+    return input
+
+
+def _broadcastable(src, dst) -> None:
+    a, b = tuple(src.shape), tuple(dst.shape)
+    ok = len(a) <= len(b) and all(x in (1, y) for x, y in zip(reversed(a), reversed(b)))
+    if not ok:
+        raise ShapeError(f"output with shape {list(b)} doesn't match the broadcast shape "
+                             f"{_broadcast_shape(a, b)}" if _compatible(a, b) else
+                             f"The size of tensor a ({b[-1] if b else 1}) must match the size of tensor b "
+                             f"({a[-1] if a else 1}) at non-singleton dimension {max(len(a), len(b)) - 1}")
+
+
+def _compatible(a, b) -> bool:
+    return all(x == y or 1 in (x, y) for x, y in zip(reversed(a), reversed(b)))
+
+
+def _broadcast_shape(a, b):
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return [max(x, y) for x, y in zip(a, b)]
+
+
+@op(FillBackward0, FillBackward3, category="in-place")
+def fill_(input, value):
+    """Fill with ``value`` in place; its gradient is zero from here on (FillBackward0; a 0-d tensor
+    value gets the sum of the gradient: FillBackward3)."""
+    from ..autograd.grad_mode import STATE
+    from ..autograd.views import rebase, writable
+    tensor_value = isinstance(value, Tensor)
+    if tensor_value and value.ndim:
+        raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                         f"dimensions.")
+    input._check_inplace()
+    old = Tensor._make(input._data, input._backend, input.grad_fn)
+    old._requires_grad = input._requires_grad
+    writable(input)[...] = value._data if tensor_value else value
+    input._bump()
+    if not STATE.enabled:
+        return input
+    if tensor_value and (input._requires_grad or value._requires_grad):
+        rebase(input, apply(FillBackward3, (old, value)).grad_fn)
+    elif input._requires_grad:
+        rebase(input, apply(FillBackward0, (old,), (value,)).grad_fn)
+    return input

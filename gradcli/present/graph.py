@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 
-from ..errors import DeviceError, UsageError
+from ..errors import DeviceError
 
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")
@@ -242,23 +242,28 @@ def text_in(fmt: str, nodes: list[GraphNode], show_saved: bool) -> str:
 
 
 def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+    from .files import write_text
+    write_text(path, text)
 
 
 def _render(dot: str, path: str, fmt: str) -> None:
     exe = shutil.which("dot")
     if exe is None:
         raise DeviceError(f"cannot write {path}: Graphviz's 'dot' program is not installed", hint=GRAPHVIZ_HINT)
-    try:
-        proc = subprocess.run([exe, f"-T{fmt}", "-o", path], input=dot.encode(), capture_output=True, timeout=300)
-    except subprocess.TimeoutExpired:
-        raise DeviceError("Graphviz's dot ran for more than 300 s", hint="write DOT text with -o graph.dot") from None
-    except OSError as exc:
-        raise DeviceError(f"cannot run Graphviz's dot ({exe}): {exc.strerror or exc}") from None
-    if proc.returncode != 0:
-        detail = proc.stderr.decode(errors="replace").strip()[:500]
-        raise DeviceError(f"Graphviz's dot failed (exit {proc.returncode})" + (f": {detail}" if detail else ""))
+    from .files import destination, write_atomically
+    destination(path)  # a bad path is refused before Graphviz runs
+
+    def fill(tmp):
+        # dot writes to the temporary file (an absolute path, given as -o<path>: never read as an
+        # option, whatever the user's file is called); it is renamed into place once complete
+        try:
+            proc = subprocess.run([exe, f"-T{fmt}", f"-o{tmp}"], input=dot.encode(), capture_output=True,
+                                  timeout=300)
+        except subprocess.TimeoutExpired:
+            raise DeviceError("Graphviz's dot ran for more than 300 s", hint="write DOT text with -o graph.dot") from None
+        except OSError as exc:
+            raise DeviceError(f"cannot run Graphviz's dot ({exe}): {exc.strerror or exc}") from None
+        if proc.returncode != 0:
+            detail = proc.stderr.decode(errors="replace").strip()[:500]
+            raise DeviceError(f"Graphviz's dot failed (exit {proc.returncode})" + (f": {detail}" if detail else ""))
+    write_atomically(path, fill)

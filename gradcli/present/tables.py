@@ -67,7 +67,7 @@ def _map_nested(value, fn):
     return out
 
 
-def variable_record(name: str, t) -> dict:
+def variable_record(name: str, t, values: bool = True) -> dict:
     return {
         "name": name,
         "shape": list(t.shape),
@@ -78,8 +78,8 @@ def variable_record(name: str, t) -> dict:
         "grad_fn": node_name(t.grad_fn),
         "next_functions": None if t.grad_fn is None else
         [[node_name(n), i] for n, i in t.grad_fn.next_functions],
-        "data": json_values(t),
-        "grad": json_values(t.grad),
+        "data": json_values(t) if values else None,
+        "grad": json_values(t._grad) if values else None,
     }
 
 
@@ -97,15 +97,26 @@ def rows(result):
 
 def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliError | None = None,
                   extra: dict | None = None) -> str:
+    values = True
+    if result is not None:
+        try:
+            _check_json_size(result)
+        except GradcliError as err:  # the variables without their values, and the run's own error first
+            values = False
+            result.note = "; ".join(filter(None, [result.note, f"data and grad left out: {err.message}"]))
+            if error is None:
+                error = result.error = err
     doc = {
         "version": __version__,
         "device": device,
         "dtype": dtype,
-        "variables": [] if result is None else [variable_record(n, t) for n, t in rows(result)],
+        "variables": [] if result is None else [variable_record(n, t, values) for n, t in rows(result)],
         "printed": [] if result is None else list(result.printed),
         "checks": [] if result is None else
         [{"line": c.line, "passed": c.passed, "message": c.message} for c in result.checks],
         "backward": "none" if result is None else result.backward,
+        "warnings": [{"line": line, "category": category, "message": message}
+                     for line, category, message in getattr(result, "warnings", ())],
         "error": None if error is None else error_record(error),
     }
     if result is not None and result.note:
@@ -113,6 +124,16 @@ def json_document(result=None, *, device="cpu", dtype="float32", error: GradcliE
     if extra:
         doc.update(extra)
     return dump_document(doc)
+
+
+def _check_json_size(result) -> None:
+    """Refuse (``--max-output``) a document of gigabytes before building it: each number takes at
+    least three characters ("1, ")."""
+    from ..limits import check_output
+    count = 0
+    for _, t in rows(result):
+        count += t.numel() + (t._grad.numel() if t._grad is not None else 0)
+    check_output(3 * count, "the JSON document")
 
 
 def dump_document(doc: dict) -> str:
@@ -136,7 +157,39 @@ def error_record(err: GradcliError) -> dict:
 
 # -- errors on stderr ------------------------------------------------------------------------
 
+# Control characters a program can put in a string, a name or a source line: sent raw, ESC and OSC
+# sequences clear a terminal, retitle it or write its clipboard (OSC 52), CR and BEL rewrite or
+# ring it, and bidirectional overrides reorder what is shown ("Trojan source"). Tabs and newlines
+# stay; JSON escapes everything itself.
+_CONTROLS = None
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with control characters as Python escapes (``\\x1b``, ``\\u202e``)."""
+    global _CONTROLS
+    if _CONTROLS is None:
+        import re
+        _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+    if not _CONTROLS.search(text):
+        return text
+    return _CONTROLS.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def terminal_text(text: str, file=None) -> str:
+    """A program's printed text: as it is, but escaped when it goes to a terminal."""
+    file = file or sys.stdout
+    try:
+        tty = file.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return escape_controls(text) if tty else text
+
+
 def error_text(err: GradcliError, source: str | None) -> str:
+    return escape_controls(_error_text(err, source))
+
+
+def _error_text(err: GradcliError, source: str | None) -> str:
     lines = [f"error: {err.message}"]
     if err.line is not None and source is not None:
         lines.append(f"  --> line {err.line}, column {err.column}")
@@ -176,7 +229,20 @@ _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""
 def _cells(t, name: str) -> list[str]:
     return [name, str(list(t.shape)), t.dtype.name, str(t.requires_grad), str(t.is_leaf),
             repr(t.grad_fn) if t.grad_fn is not None else "None", next_functions_text(t),
-            tensor_text(t), "None" if t.grad is None else tensor_text(t.grad)]
+            tensor_text(t), "None" if t._grad is None else tensor_text(t._grad)]
+
+
+# rich lays a table out at about 2.5 ms a row: 10,000 variables took 25 s after the run, beyond the
+# reach of --timeout. The table shows the first and last of them; --json lists every one.
+MAX_TABLE_ROWS = 1000
+
+
+def _table_rows(all_rows):
+    """The rows the table shows, and how many it leaves out (the middle ones)."""
+    if len(all_rows) <= MAX_TABLE_ROWS:
+        return all_rows, 0
+    half = MAX_TABLE_ROWS // 2
+    return all_rows[:half] + all_rows[-half:], len(all_rows) - 2 * half
 
 
 def print_table(result, file=None, title: str | None = None) -> None:
@@ -187,12 +253,17 @@ def print_table(result, file=None, title: str | None = None) -> None:
     from rich.table import Table
     from rich.text import Text
     console = _console(file)
-    data = [_cells(t, name) for name, t in rows(result)]
+    shown, hidden = _table_rows(rows(result))
+    data = [_cells(t, name) for name, t in shown]
+    if hidden:
+        data.insert(MAX_TABLE_ROWS // 2, ["..."] + [""] * 6 +
+                    [f"{hidden:,} more variables, not shown here (--json lists them all)", ""])
     if not data and not result.checks:
         return  # nothing to show: no empty table
     table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
     for col, style in _COLUMNS:
         table.add_column(col, style=style or None, no_wrap=True)
+    data = [[escape_controls(c) for c in r] for r in data]
     for r in data:
         table.add_row(*(Text(c) for c in r))
     wide = console.options.update_width(1 << 20)
@@ -213,14 +284,14 @@ def print_table(result, file=None, title: str | None = None) -> None:
             checks.add_column(col)
         for c in result.checks:
             checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
-                           Text("FAIL", style="bold red"), c.message or "")
+                           Text("FAIL", style="bold red"), Text(escape_controls(c.message or "")))
         console.print(checks)
 
 
 def print_notes(result, file=None) -> None:
     file = file or sys.stdout
     if result.note:
-        print(f"note: {result.note}", file=file)
+        print(f"note: {escape_controls(result.note)}", file=file)
     print_failed_checks(result)
 
 
@@ -228,5 +299,5 @@ def print_failed_checks(result) -> None:
     """Failed asserts go to stderr in every output mode, so CI logs show them."""
     for c in result.checks:
         if not c.passed:
-            msg = f": {c.message}" if c.message else ""
+            msg = f": {escape_controls(c.message)}" if c.message else ""
             print(f"check failed at line {c.line}{msg}", file=sys.stderr)

@@ -1,0 +1,376 @@
+"""``torch.nn.functional``'s losses, each one declaration with torch's node and formulas.
+
+``F.relu``, ``F.sigmoid``, ``F.tanh``, ``F.softmax`` and ``F.log_softmax`` are the pointwise and
+reduction ops of the same names; this family adds the losses a tensor-autograd tutorial uses.
+Their category is "functional": the language maps ``F.<name>`` to them.
+
+Each records what torch records: one node for mse_loss (MseLossBackward0),
+binary_cross_entropy(_with_logits) and nll_loss (NllLossBackward0; NllLoss2DBackward0 for 4-d
+inputs, a view to 4-d and back for other dims, as torch's nll_loss_nd); l1_loss is torch's
+composite (Sub, Abs, then Mean or Sum); cross_entropy is log_softmax then nll_loss, or, with
+class probabilities, -(log_softmax * target) summed (and divided by the batch size: DivBackward1);
+label smoothing adds torch's smoothing term (MulBackward1, MaskedFillBackward0...).
+Formulas follow torch's backward kernels operation for operation (same order of rounding).
+Reductions are torch's ints (none 0, mean 1, sum 2), as ``_saved_reduction`` shows them.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as _np
+
+from ..autograd.function import apply
+from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
+from ..autograd.tensor import Tensor
+from ..errors import GradTypeError, ShapeError
+from .pointwise import MulBackward0, NegBackward0, SubBackward0
+from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
+from .registry import as_tensor_arg, op
+
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+_EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
+
+
+def _reduce(xp, loss, reduction):
+    if reduction == 1:
+        return xp.mean(loss)
+    return xp.sum(loss) if reduction == 2 else loss
+
+
+def _reduction(reduction) -> int:
+    if reduction not in _REDUCTIONS:
+        raise GradTypeError(f"{reduction} is not a valid value for reduction")
+    return _REDUCTIONS[reduction]
+
+
+# ------------------------------------------------------------------------------ mse_loss
+
+MseLossBackward0 = define_node(
+    "MseLossBackward0", inputs=("self", "target"), attrs=("reduction",), broadcasts=True,
+    forward=lambda xp, x, t, reduction: _reduce(xp, (x - t) * (x - t), reduction),
+    self="(2.0 / numel(self_sizes) if reduction == 1 else 2.0) * (self - target) * grad",
+    target="(2.0 / numel(target_sizes) if reduction == 1 else 2.0) * (target - self) * grad")
+
+
+def _size_warning(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input size "
+                      f"(torch.Size({list(input.shape)})). This will likely lead to incorrect results due to "
+                      f"broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+
+
+@op(MseLossBackward0, method=False, category="functional")
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean squared error (x - target)**2, reduced by 'mean', 'sum' or 'none'."""
+    target = as_tensor_arg(target, input, "target")
+    _size_warning(input, target)
+    return apply(MseLossBackward0, (input, target), (_reduction(reduction),))
+
+
+@op(SubBackward0, NODE_CLASSES["AbsBackward0"], MeanBackward0, SumBackward0, method=False, category="functional")
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mean absolute error |x - target|, reduced by 'mean', 'sum' or 'none' (torch's composite)."""
+    target = as_tensor_arg(target, input, "target")
+    _size_warning(input, target)
+    code = _reduction(reduction)
+    loss = (input - target).abs()
+    return loss.mean() if code == 1 else loss.sum() if code == 2 else loss
+
+
+# ------------------------------------------------------------------------------ binary cross-entropy
+
+def _bce_forward(xp, x, t, weight, reduction):
+    # torch's kernel: (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)
+    with _np.errstate(divide="ignore"):
+        loss = (t - 1) * xp.maximum(xp.log1p(-x), -100.0) - t * xp.maximum(xp.log(x), -100.0)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(xp, loss, reduction)
+
+
+def bce_grad(F, grad, x, t, weight, reduction):
+    """binary_cross_entropy_backward: grad * (x - t) / max((1 - x) * x, eps), * weight, / numel."""
+    floor = (1 - x) * x
+    out = grad * (x - t) / F.where(floor > _EPSILON, floor, _EPSILON)
+    if weight is not None:
+        out = out * F.constant(weight)
+    return out / _numel(x) if reduction == 1 else out
+
+
+def bce_target_grad(F, grad, x, t, weight, reduction):
+    """binary_cross_entropy_target_backward: -logit(x) * grad, * weight, / numel."""
+    out = -F.log(x / (1 - x)) * grad
+    if weight is not None:
+        out = out * F.constant(weight)
+    return out / _numel(x) if reduction == 1 else out
+
+
+def _numel(x) -> int:
+    n = 1
+    for s in x.shape:
+        n *= s
+    return n
+
+
+BinaryCrossEntropyBackward0 = define_node(
+    "BinaryCrossEntropyBackward0", inputs=("self", "target"), attrs=("weight", "reduction"),
+    forward=_bce_forward,
+    self="bce_grad(F, grad, self, target, weight, reduction)",
+    target="bce_target_grad(F, grad, self, target, weight, reduction)")
+
+
+def _weight_array(weight, like):
+    if weight is None:
+        return None
+    return as_tensor_arg(weight, like, "weight")._data
+
+
+def _same_size(input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ShapeError(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
+                         f"size (torch.Size({list(input.shape)})) is deprecated. Please ensure they have the same size.")
+
+
+@op(BinaryCrossEntropyBackward0, method=False, category="functional")
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1] (logs floored at -100)."""
+    target = as_tensor_arg(target, input, "target")
+    _same_size(input, target)
+    host = input._backend.to_host(input._data)
+    if ((host < 0) | (host > 1)).any():
+        raise ShapeError("all elements of input should be between 0 and 1")
+    return apply(BinaryCrossEntropyBackward0, (input, target),
+                 (_weight_array(weight, input), _reduction(reduction)))
+
+
+def _bce_logits_forward(xp, x, t, weight, pos_weight, reduction):
+    # (1 - t) * x - log_sigmoid(x) [* (1 + (pos_weight - 1) * t)], log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))
+    log_sigmoid = xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * ((pos_weight - 1) * t + 1)
+    loss = (1 - t) * x - log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(xp, loss, reduction)
+
+
+def _log_sigmoid(F, x):
+    return F.where(x < 0, x, 0.0) - F.log(1 + F.exp(-F.abs(x)))
+
+
+def bce_logits_grad(F, grad, x, t, weight, pos_weight, reduction, target_side=False):
+    """binary_cross_entropy_with_logits_backward: (sigmoid(x) - t) * grad, with pos_weight
+    ((pos_weight * t + 1 - t) * sigmoid(x) - pos_weight * t) * grad; target: -x * grad, with
+    pos_weight (log_sigmoid(-x) - pos_weight * log_sigmoid(x)) * grad; then * weight, / numel."""
+    if target_side:
+        out = -x * grad if pos_weight is None else \
+            (_log_sigmoid(F, -x) - _log_sigmoid(F, x) * F.constant(pos_weight)) * grad
+    elif pos_weight is None:
+        out = (1 / (1 + F.exp(-x)) - t) * grad
+    else:
+        pt = F.constant(pos_weight) * t
+        out = ((pt + 1 - t) * (1 / (1 + F.exp(-x))) - pt) * grad
+    if weight is not None:
+        out = out * F.constant(weight)
+    return out / _numel(x) if reduction == 1 else out
+
+
+BinaryCrossEntropyWithLogitsBackward0 = define_node(
+    "BinaryCrossEntropyWithLogitsBackward0", inputs=("self", "target"), attrs=("weight", "pos_weight", "reduction"),
+    forward=_bce_logits_forward,
+    self="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction)",
+    target="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction, True)")
+
+
+@op(BinaryCrossEntropyWithLogitsBackward0, method=False, category="functional")
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """Binary cross-entropy on logits (sigmoid inside, computed stably); pos_weight weighs the positives."""
+    target = as_tensor_arg(target, input, "target")
+    _same_size(input, target)
+    return apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
+                 (_weight_array(weight, input), _weight_array(pos_weight, input), _reduction(reduction)))
+
+
+# ------------------------------------------------------------------------------ nll_loss, cross_entropy
+
+def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
+    key, cols = _picked(xp, x.ndim, target, ignore_index)
+    picked = x[key]
+    if weight is not None:
+        picked = weight[cols] * picked
+    if reduction == 0:
+        if x.ndim == 1:
+            return xp.reshape(-xp.sum(picked), ())
+        out = xp.zeros(target.shape, dtype=x.dtype)
+        out[key[:1] + key[2:]] = -picked
+        return out
+    total = -xp.sum(picked)
+    return total / x.dtype.type(total_weight) if reduction == 1 else total
+
+
+def _picked(xp, ndim, target, ignore_index):
+    """Where each target not ignored picks from the input: the index key (batch index, class,
+    then the positions of the other dims; just the class for a 1-d input), and the classes."""
+    if ndim == 1:
+        cols = xp.reshape(target, (-1,))[xp.reshape(target, (-1,)) != ignore_index]
+        return (cols,), cols
+    where = xp.nonzero(target != ignore_index)
+    cols = target[where]
+    return (where[0], cols) + tuple(where[1:]), cols
+
+
+def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
+    """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
+    each row's target."""
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index)
+    count = int(cols.shape[0])
+    if reduction == 0:
+        g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))
+        value = -g if weight is None else F.constant(-weight[cols]) * g
+    else:
+        g = -(grad / total_weight) if reduction == 1 else -grad
+        g = F.expand(F.reshape(g, (1,)), (count,))
+        value = g if weight is None else F.constant(weight[cols]) * g
+    return F.embed(value, sizes, key, False)
+
+
+_NLL = dict(attrs=("target", "weight", "total_weight", "ignore_index", "reduction"), forward=_nll_forward,
+            self="nll_grad(F, grad, self_sizes, target, weight, total_weight, ignore_index, reduction)")
+NllLossBackward0 = define_node("NllLossBackward0", **_NLL)
+NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name for (N, C, H, W) inputs
+
+
+
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
+
+
+def _check_nll(input, target):
+    if not isinstance(target, Tensor):
+        raise GradTypeError(f"nll_loss(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
+    if input.ndim < 1:
+        raise ShapeError("input tensor should be 1D or 2D")
+    if input.ndim <= 2 and target.ndim > 1:
+        raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 2 and (target.ndim != 1 or target.shape[0] != input.shape[0]):
+        raise ShapeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.ndim else 0}).")
+    if input.ndim == 1 and target.ndim != 0:
+        raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
+    if target.dtype.name != "int64":
+        raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
+                            f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
+
+
+@op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional")
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
+    inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
+    _check_nll(input, target)
+    code = _reduction(reduction)
+    if input.ndim in (3,) or input.ndim > 4:  # torch's nll_loss_nd: as (N, C, 1, -1), the loss viewed back
+        n, c = input.shape[0], input.shape[1]
+        out = nll_loss(input.view(n, c, 1, -1), target.view(n, 1, -1), weight, ignore_index=ignore_index,
+                       reduction=reduction)
+        return out.view((n,) + tuple(input.shape[2:])) if code == 0 else out
+    host_t = target._backend.to_host(target._data).reshape(-1)
+    valid = host_t[host_t != ignore_index]
+    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
+    bad = valid[(valid < 0) | (valid >= classes)]
+    if bad.size:
+        raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
+    w = _weight_array(weight, input)
+    if w is not None and tuple(w.shape) != (classes,):
+        raise ShapeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                         f"weight tensor of shape: {list(w.shape)}")
+    host_w = None if w is None else input._backend.to_host(w)
+    total = float(valid.size) if host_w is None else float(host_w[valid].astype(host_w.dtype).sum())
+    node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
+    return apply(node, (input,), (target._data, w, total, ignore_index, code))
+
+
+formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,
+                nll_grad=nll_grad)
+
+DivBackward1 = define_node("DivBackward1", attrs=("other",), self="grad / other",
+                           forward=lambda xp, x, other: x / other)
+# The C++ forms torch's label smoothing records: a tensor times a number, and masked_fill_
+MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
+                           forward=lambda xp, x, other: x * other)
+MaskedFillBackward0 = define_node("MaskedFillBackward0", attrs=("mask", "value"), self="F.where(mask, 0.0, grad)",
+                                  forward=lambda xp, x, mask, value: xp.where(mask, x.dtype.type(value), x))
+
+
+@op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0,
+    DivBackward1, MulBackward1, MaskedFillBackward0, method=False, category="functional")
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;
+    label_smoothing mixes in the uniform distribution, as torch."""
+    for what, value in (("input", input), ("target", target)):
+        if not isinstance(value, Tensor):
+            raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
+                                f"Tensor, not {_type_name(value)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ShapeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.ndim == 1 else 1
+    logp = log_softmax(input, class_dim)
+    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / input.shape[class_dim]
+        return _soft_cross_entropy(logp, target, weight, _reduction(reduction), class_dim)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing > 0:
+        smooth = _smooth_loss(logp, target, weight, ignore_index, _reduction(reduction), class_dim)
+        loss = apply(MulBackward1, (loss,), (1 - label_smoothing,)) + \
+            apply(MulBackward1, (smooth,), (label_smoothing / input.shape[class_dim],))
+    return loss
+
+
+def _type_name(value) -> str:
+    return "function" if callable(value) and not isinstance(value, type) else type(value).__name__
+
+
+def _smooth_loss(logp, target, weight, ignore_index, code, class_dim):
+    """torch's label-smoothing term: -(sum over classes of logp [* weight]), ignored targets
+    zeroed, then reduced (the mean over the targets kept, or their weights)."""
+    if weight is not None:
+        shape = [1] * logp.ndim
+        shape[class_dim] = logp.shape[class_dim]
+        weight = as_tensor_arg(weight, logp, "weight")
+        smooth = -(logp * weight.reshape(tuple(shape))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    ignored = target._data == ignore_index
+    smooth = apply(MaskedFillBackward0, (smooth,), (ignored, 0.0))
+    if code == 0:
+        return smooth
+    if code == 2:
+        return smooth.sum()
+    kept = target._data[~ignored]
+    if weight is not None:
+        from ..autograd.factory import tensor
+        w = weight._backend.to_host(weight._data)[weight._backend.to_host(kept)]
+        return smooth.sum() / tensor(w.sum(dtype=w.dtype).item(), dtype=weight.dtype.name)
+    from ..autograd.factory import tensor
+    return smooth.sum() / tensor(int((~ignored).sum()))
+
+
+def _soft_cross_entropy(logp, target, weight, code, class_dim):
+    """torch's cross_entropy with probabilities: -(logp * target) summed over classes, then reduced."""
+    if tuple(target.shape) != tuple(logp.shape):
+        raise ShapeError(f"Expected target size {list(logp.shape)}, got {list(target.shape)}")
+    if weight is not None:
+        shape = [1] * logp.ndim
+        shape[class_dim] = logp.shape[class_dim]
+        logp = logp * as_tensor_arg(weight, logp, "weight").reshape(tuple(shape))
+    product = logp * target
+    if code == 0:
+        return -product.sum(class_dim)
+    total = -product.sum()
+    if code == 2:
+        return total
+    return apply(DivBackward1, (total,), (logp.numel() / logp.shape[class_dim],))

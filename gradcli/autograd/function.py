@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
 from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node
+from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type
 
 _NO_EDGE = (None, 0)
@@ -112,6 +113,9 @@ def record2(cls, a, b, da, db, data, attrs=()):
     # Tensor._make, inlined (one call less per recorded op)
     if data.__class__ is not _ndarray:
         data = backend.fix(data)
+        _track(data)
+    elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory
+        _track(data)
     t = _new(Tensor)
     t._data = data
     t._backend = backend
@@ -124,6 +128,42 @@ def record2(cls, a, b, da, db, data, attrs=()):
     t._retains_grad = False
     t._view = None
     return t
+
+
+def record_number(cls, a, s, da, data, attrs=()):
+    """The result of ``a OP s`` (``s`` a Python number, ``a`` a tensor) already computed as ``data``:
+    a node of ``cls`` whose second input is the number itself, with no edge (torch wraps the
+    number in a tensor that does not require grad: the same ``next_functions``). What every
+    binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``)."""
+    backend = a._backend
+    if not a._requires_grad or not _GRAD.enabled:
+        return _make(data, backend)
+    node = _new(cls)
+    node._n0 = a.grad_fn or a._accumulator()
+    node._n1 = None
+    node._nx = None
+    node._k = 2
+    save0, save1, save_result = cls._mask_plans[1]
+    if save0:
+        node._s0 = a
+        vc = a._vc
+        node._v0 = 0 if vc is None else vc[0]
+        node._live = True
+    else:
+        node._s0 = None
+        node._live = True if (save_result or save1) else None
+    node._s1 = s if save1 else None
+    node._v1 = None
+    node._sr = data if save_result else None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = (da.shape, ()) if cls.needs_sizes else None
+    node._shape = data.shape
+    node._seq = _seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+    return _make(data, backend, node)
 
 
 def apply1(cls, a, da, attrs=()):

@@ -111,9 +111,16 @@ def _host_index(backend: Backend, index):
 
 
 def _dtype_name(dt) -> str:
-    # numpy/cupy dtypes have .name; array-API namespaces may only print as "array_api_strict.float32"
-    name = getattr(dt, "name", None) or str(dt).rpartition(".")[2]
-    return "bool" if name == "bool_" else name
+    # NumPy computes ``dtype.name`` in Python at every read (about 5 us): read it once per dtype.
+    name = _DTYPE_NAMES.get(dt)
+    if name is None:
+        # numpy/cupy dtypes have .name; array-API namespaces may only print as "array_api_strict.float32"
+        name = getattr(dt, "name", None) or str(dt).rpartition(".")[2]
+        name = _DTYPE_NAMES[dt] = "bool" if name == "bool_" else name
+    return name
+
+
+_DTYPE_NAMES: dict = {}
 
 
 NUMPY = Backend("cpu", _np)

@@ -24,7 +24,7 @@ import inspect
 import operator as _operator
 
 from ..autograd.factory import tensor
-from ..autograd.function import record2
+from ..autograd.function import record2, record_number
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError
 
@@ -166,7 +166,8 @@ def _install_operator(info: Op, reflected, fast: bool) -> None:
     elif symbol is not None:
         BINARY_OPERATORS[symbol] = fn
     if reflected is not None:
-        setattr(Tensor, f"__r{dunder}__", info.fn if reflected is True else reflected)
+        # ``2 * a`` is ``a * 2`` for a commutative op: the same (fast) function
+        setattr(Tensor, f"__r{dunder}__", fn if reflected is True else reflected)
 
 
 def _fast_operator(info: Op):
@@ -180,11 +181,18 @@ def _fast_operator(info: Op):
     attrs = tuple(defaults[a].default for a in cls.attr_names)
 
     def operator(a, b):
-        if b.__class__ is Tensor:
+        kind = b.__class__
+        if kind is Tensor:
             da = a._data
             db = b._data
             if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
                 return record2(cls, a, b, da, db, compute(da, db), attrs)
+        elif kind is float or kind is int:
+            # A number on a floating tensor: the tensor's dtype wins (torch's rule, NumPy's too for
+            # Python scalars), so the array operator is the op.
+            da = a._data
+            if da.dtype.kind == "f":
+                return record_number(cls, a, b, da, compute(da, b), attrs)
         return general(a, b)
     operator.__name__ = operator.__qualname__ = f"__{_DUNDERS[info.operator]}__"
     operator.__doc__ = general.__doc__

@@ -44,6 +44,16 @@ class ArrayMath:
     def sin(self, x): return self.xp.sin(x)
     def cos(self, x): return self.xp.cos(x)
     def sign(self, x): return self.xp.where(x == x, self.xp.sign(x), self.xp.zeros_like(x))  # sign(nan) = 0, as torch
+    sgn = sign
+    def tanh_backward(self, grad, y): return grad * (1 - y * y)
+    def sigmoid_backward(self, grad, y): return grad * (1 - y) * y
+    def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
+
+    def softmax_backward(self, grad, y, dim):
+        return y * (grad - self.xp.sum(grad * y, axis=dim, keepdims=True))
+
+    def log_softmax_backward(self, grad, y, dim):
+        return grad - self.xp.exp(y) * self.xp.sum(grad, axis=dim, keepdims=True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
 
@@ -160,6 +170,12 @@ class TensorMath:
     def sin(self, x): return self.ops.sin(x)
     def cos(self, x): return self.ops.cos(x)
     def sign(self, x): return self.ops.sign(x)
+    def sgn(self, x): return self.ops.sgn(x)
+    def tanh_backward(self, grad, y): return self.ops.tanh_backward(self._t(grad), y)
+    def sigmoid_backward(self, grad, y): return self.ops.sigmoid_backward(self._t(grad), y)
+    def threshold_backward(self, grad, x, t): return self.ops.threshold_backward(self._t(grad), self._t(x), t)
+    def softmax_backward(self, grad, y, dim): return self.ops.softmax_backward(self._t(grad), y, dim)
+    def log_softmax_backward(self, grad, y, dim): return self.ops.log_softmax_backward(self._t(grad), y, dim)
     def abs(self, x): return self.ops.abs(x)
     def sqrt(self, x): return self.ops.sqrt(x)
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
@@ -179,6 +195,8 @@ class TensorMath:
         shape = tuple(shape)
         if _shape(x) == shape:
             return x
+        if shape == ():
+            return self.ops.sum(x)  # torch's sum_to(grad, []): one SumBackward0
         axes, keep = _sum_to_axes(_shape(x), shape)
         if keep:
             x = self.ops.sum(x, keep, keepdim=True)

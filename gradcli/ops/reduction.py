@@ -94,13 +94,13 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
     if ord == 0:
         return F.zeros_like(self)
     if ord == 1:
-        return F.expand(g, sizes) * F.sign(self)
+        return F.expand(g, sizes) * F.sgn(self)
     if ord == 2:
         return F.where(r == 0, 0.0, self * (g / r))
     if ord in (float("inf"), float("-inf")):
         mask = F.mask(F.abs(self) == r, grad)
         count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
-        return F.sign(self) * mask * (g / count)
+        return F.sgn(self) * mask * (g / count)
     # general p: d||x||_p = x |x|^(p-2) / ||x||_p^(p-1)
     return F.where(r == 0, 0.0, self * F.abs(self) ** (ord - 2) * (g / r ** (ord - 1)))
 
@@ -172,11 +172,32 @@ LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
                                  forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
 SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
-                               self="result * (grad - F.sum(grad * result, (dim,), True))",
+                               self="F.softmax_backward(grad, result, dim)",
                                forward=lambda xp, x, dim: _softmax(xp, x, dim))
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
-                                  self="grad - F.exp(result) * F.sum(grad, (dim,), True)",
+                                  self="F.log_softmax_backward(grad, result, dim)",
                                   forward=lambda xp, x, dim: x - _logsumexp(xp, x, (dim,), True))
+# torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
+# are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
+SoftmaxBackwardDataBackward0 = define_node(
+    "SoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: y * (g - xp.sum(g * y, axis=dim, keepdims=True)),
+    grad_output="F.softmax_backward(grad, output, dim)",
+    output="grad * (grad_output - F.sum(grad_output * output, (dim,), True)) "
+           "- grad_output * F.sum(grad * output, (dim,), True)")
+LogSoftmaxBackwardDataBackward0 = define_node(
+    "LogSoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: g - xp.exp(y) * xp.sum(g, axis=dim, keepdims=True),
+    grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
+    output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
+
+
+def softmax_backward(grad_output, output, dim):
+    return apply(SoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
+
+
+def log_softmax_backward(grad_output, output, dim):
+    return apply(LogSoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
 
 
 def _vector_norm(xp, x, ord, dim, keepdim):

@@ -181,7 +181,7 @@ def mul(input, other):
 
 DivBackward0 = define_node(
     "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a / b,
-    self="grad / other", other="-grad * self / (other * other)")
+    self="grad / other", other="-grad * ((self / other) / other)")
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
@@ -292,7 +292,7 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "F.sigmoid_backward(gr
 # relu(nan) is nan and passes the gradient (torch's threshold_backward zeroes only where result <= 0)
 relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x <= 0, xp.zeros_like(x), x),
               "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True)
-reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
+reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * (result * result)", "1 / x.")
 SignBackward0 = define_node(
     "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0
     self="F.zeros_like(grad)")

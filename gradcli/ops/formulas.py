@@ -111,6 +111,8 @@ class ArrayMath:
     def prod(self, x, dim=None, keepdim=False):
         return self.xp.prod(x, axis=dim, keepdims=keepdim)
 
+    def mean(self, x, dim=None, keepdim=False): return self.xp.mean(x, axis=dim, keepdims=keepdim)
+
     def unsqueeze_dims(self, x, dims, ndim):
         """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""
         shape = list(_shape(x))
@@ -217,11 +219,14 @@ class TensorMath:
             out = self.ops.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
         return out
 
+    def mean(self, x, dim=None, keepdim=False):
+        return self.ops.mean(x) if dim is None and not keepdim else self.ops.mean(x, dim, keepdim=keepdim)
+
     def unsqueeze_dims(self, x, dims, ndim):
-        shape = list(_shape(x))
+        """torch's unsqueeze_multiple: one unsqueeze per reduced dim (UnsqueezeBackward0 each)."""
         for d in sorted(dims):
-            shape.insert(d, 1)
-        return self.ops.reshape(x, tuple(shape))
+            x = self.ops.unsqueeze(x, d)
+        return x
 
     def mm(self, a, b): return self.ops.mm(a, b)
     def mv(self, a, v): return self.ops.mv(a, v)

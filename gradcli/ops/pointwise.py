@@ -212,12 +212,12 @@ PowBackward0 = define_node(
     self="F.zeros_like(grad) if exponent == 0 else F.mul_(F.mul_(self ** (exponent - 1), exponent), grad)")
 PowBackward1 = define_node(
     "PowBackward1", inputs=("self", "exponent"), broadcasts=True, forward=lambda xp, a, e: a ** e,
-    self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
+    self="F.where(exponent == 0, 0.0, grad * (exponent * self ** (exponent - 1)))",
     exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
 PowBackward2 = define_node(
     "PowBackward2", inputs=("exponent",), attrs=("self",), forward=lambda xp, e, base: base ** e,
     # 0 ** x: torch's gradient is 0 where x >= 0 (not 0 * log 0 = nan)
-    exponent="grad * result * scalar_log(self) if self != 0 else "
+    exponent="grad * (result * scalar_log(self)) if self != 0 else "
              "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
 
 

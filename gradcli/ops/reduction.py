@@ -108,7 +108,7 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
 def var_backward(F, grad, self, dim, correction, keepdim):
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
-    mean = F.sum(self, dim, True) / n if dim is not None else F.sum(self) / n
+    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     dof = _builtins.max(n - correction, 0)
     # no degrees of freedom: torch's 2.0 / 0 is inf, so the gradient is nan (never a ZeroDivisionError)
     return (2.0 / dof if dof else float("inf")) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)

@@ -84,6 +84,7 @@ class ArrayMath:
 
     # shapes
     def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
+    def squeeze(self, x, dim): return self.xp.squeeze(x, axis=dim)
     def expand(self, x, shape): return self.xp.broadcast_to(x, tuple(shape))
     def transpose(self, x, d0, d1):
         perm = list(range(x.ndim))
@@ -187,6 +188,7 @@ class TensorMath:
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
+    def squeeze(self, x, dim): return self.ops.squeeze(x, dim)
     def expand(self, x, shape): return self.ops.expand(x, tuple(shape))
     def transpose(self, x, d0, d1): return self.ops.transpose(x, d0, d1)
     def permute(self, x, dims): return self.ops.permute(x, tuple(dims))
@@ -199,12 +201,12 @@ class TensorMath:
             return x
         if shape == ():
             return self.ops.sum(x)  # torch's sum_to(grad, []): one SumBackward0
+        # torch's at::sum_to: one sum over every reduced dim (keepdim), a view if leading dims went
         axes, keep = _sum_to_axes(_shape(x), shape)
-        if keep:
-            x = self.ops.sum(x, keep, keepdim=True)
-        if axes:
-            x = self.ops.sum(x, axes)
-        return self.ops.reshape(x, shape)
+        reduce = axes + keep
+        if reduce:
+            x = self.ops.sum(x, reduce, keepdim=True)
+        return self.ops.reshape(x, shape) if axes else x
 
     def sum(self, x, dim=None, keepdim=False):
         return self.ops.sum(x) if dim is None and not keepdim else self.ops.sum(x, dim, keepdim=keepdim)

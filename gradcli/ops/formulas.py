@@ -85,6 +85,9 @@ class ArrayMath:
     # shapes
     def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
     def squeeze(self, x, dim): return self.xp.squeeze(x, axis=dim)
+
+    def masked_fill(self, x, mask, value):
+        return self.xp.where(mask, self.xp.asarray(value, dtype=x.dtype), x)
     def expand(self, x, shape): return self.xp.broadcast_to(x, tuple(shape))
     def transpose(self, x, d0, d1):
         perm = list(range(x.ndim))
@@ -189,6 +192,7 @@ class TensorMath:
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
     def squeeze(self, x, dim): return self.ops.squeeze(x, dim)
+    def masked_fill(self, x, mask, value): return self.ops.masked_fill(self._t(x), self._t(mask), value)
     def expand(self, x, shape): return self.ops.expand(x, tuple(shape))
     def transpose(self, x, d0, d1): return self.ops.transpose(x, d0, d1)
     def permute(self, x, dims): return self.ops.permute(x, tuple(dims))

@@ -434,6 +434,41 @@ WhereBackward0 = define_node(
     self="F.where(condition, grad, 0.0)", other="F.where(condition, 0.0, grad)")
 
 
+MaskedFillBackward0 = define_node(
+    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)",
+    forward=lambda xp, x, mask, value: xp.where(mask, xp.asarray(value, dtype=x.dtype), x))
+MaskedFillBackward1 = define_node(
+    "MaskedFillBackward1", inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
+    value="F.sum(F.where(mask, grad, 0.0))",
+    forward=lambda xp, x, value, mask: xp.where(mask, xp.astype(value, x.dtype), x))
+
+
+@op(MaskedFillBackward0, MaskedFillBackward1)
+def masked_fill(input, mask, value):
+    """``value`` where the bool ``mask`` (broadcast to the input's shape) is true; a 0-d tensor
+    value gets the sum of the gradient there (MaskedFillBackward1)."""
+    if mask.__class__ is not Tensor or mask.dtype.name != "bool":
+        kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
+        raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+    xp = input._backend.xp
+    try:
+        m = xp.broadcast_to(mask._data, input._data.shape)
+    except ValueError:
+        raise ShapeError(f"The size of tensor a ({input.shape[-1] if input.ndim else 1}) must match the size of "
+                         f"tensor b ({mask.shape[-1] if mask.ndim else 1}) at non-singleton dimension "
+                         f"{_builtins_max(input.ndim, mask.ndim) - 1}") from None
+    if value.__class__ is Tensor:
+        if value.ndim:
+            raise ShapeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                             f"{value.ndim} dimension(s).")
+        return apply(MaskedFillBackward1, (input, value), (m,))
+    return apply(MaskedFillBackward0, (input,), (m, value))
+
+
+def _builtins_max(a, b):
+    return a if a > b else b
+
+
 @op(WhereBackward0, method=False)
 def where(condition, input, other):
     """Pick input where condition is true, else other (either may be a number)."""

@@ -96,7 +96,7 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
     if ord == 1:
         return F.expand(g, sizes) * F.sgn(self)
     if ord == 2:
-        return F.where(r == 0, 0.0, self * (g / r))
+        return g * F.masked_fill(self / r, r == 0, 0)  # torch's (self / norm).masked_fill_(norm == 0, 0)
     if ord in (float("inf"), float("-inf")):
         mask = F.mask(F.abs(self) == r, grad)
         count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
@@ -166,7 +166,7 @@ VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"
                            forward=lambda xp, x, dim, c, keepdim: xp.var(x, axis=dim, correction=c, keepdims=keepdim))
 StdBackward0 = define_node(
     "StdBackward0", attrs=("dim", "correction", "keepdim"),
-    self="var_backward(F, F.where(result == 0, 0.0, grad / (result * 2)), self, dim, correction, keepdim)",
+    self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
     forward=lambda xp, x, dim, c, keepdim: xp.std(x, axis=dim, correction=c, keepdims=keepdim))
 LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
@@ -415,7 +415,7 @@ def norm(input, p="fro", dim=None, keepdim=False):
     ord = float(ord)
     if ord == int(ord) if abs(ord) != float("inf") else False:
         ord = int(ord)
-    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    d = None if dim is None else dims(dim, input.ndim)  # None: torch's full reduction (no unsqueeze)
     return apply(LinalgVectorNormBackward0, (input,), (ord, _reduce_scalar_dim(input, d), bool(keepdim)))
 
 
@@ -426,7 +426,7 @@ def _var_args(input, dim, unbiased, correction, keepdim):
         dim, unbiased = None, dim
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    d = None if dim is None else dims(dim, input.ndim)  # None: torch's full reduction (mean(), no unsqueeze)
     return (_reduce_scalar_dim(input, d), correction, bool(keepdim))
 
 

@@ -24,7 +24,7 @@ from ..autograd.function import apply
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
-from .pointwise import MulBackward0, NegBackward0, SubBackward0
+from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .registry import as_tensor_arg, op
 
@@ -297,11 +297,7 @@ formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_g
 
 DivBackward1 = define_node("DivBackward1", attrs=("other",), self="grad / other",
                            forward=lambda xp, x, other: x / other)
-# The C++ forms torch's label smoothing records: a tensor times a number, and masked_fill_
-MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
-                           forward=lambda xp, x, other: x * other)
-MaskedFillBackward0 = define_node("MaskedFillBackward0", attrs=("mask", "value"), self="F.where(mask, 0.0, grad)",
-                                  forward=lambda xp, x, mask, value: xp.where(mask, x.dtype.type(value), x))
+# (The C++ forms torch's label smoothing records, MulBackward1 and MaskedFillBackward0, are pointwise's.)
 
 
 @op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0,

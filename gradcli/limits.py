@@ -7,10 +7,12 @@ from .errors import LimitError
 DEFAULT_MAX_ELEMENTS = 2 ** 28         # 1 GiB of float32
 DEFAULT_MAX_PROGRAM_BYTES = 10 * 2 ** 20  # 10 MiB of program text
 DEFAULT_MAX_STATEMENTS = 1_000_000
+DEFAULT_MAX_STEPS = 10_000_000         # statements executed, loop iterations included
+DEFAULT_MAX_DEPTH = 1_000              # nested calls of the program's own functions
 
 
 class _Limits:
-    __slots__ = ("max_elements", "max_program_bytes", "max_statements")
+    __slots__ = ("max_elements", "max_program_bytes", "max_statements", "max_steps", "max_depth")
 
     def __init__(self):
         self.reset()
@@ -19,6 +21,8 @@ class _Limits:
         self.max_elements = DEFAULT_MAX_ELEMENTS
         self.max_program_bytes = DEFAULT_MAX_PROGRAM_BYTES
         self.max_statements = DEFAULT_MAX_STATEMENTS
+        self.max_steps = DEFAULT_MAX_STEPS
+        self.max_depth = DEFAULT_MAX_DEPTH
 
 
 LIMITS = _Limits()

@@ -72,6 +72,10 @@ OPTIONS = _opts(
         help="Refuse programs larger than this (default 10 MiB)."),
     Opt("max_statements", ("--max-statements",), int, metavar="N",
         help="Refuse programs with more statements than this (default 1,000,000)."),
+    Opt("max_steps", ("--max-steps",), int, metavar="N",
+        help="Stop after this many executed statements and loop iterations (default 10,000,000; exit 3)."),
+    Opt("max_depth", ("--max-depth",), int, metavar="N",
+        help="Stop when the program's functions nest deeper than this (default 1,000; exit 3)."),
     Opt("detect_anomaly", ("--detect-anomaly",), bool, False,
         help="Fail at the first backward node that returns NaN, naming it (torch.autograd.detect_anomaly)."),
     Opt("debug", ("--debug",), bool, False, hidden=True, help="Show Python tracebacks for internal errors."),
@@ -86,7 +90,8 @@ OPTIONS = _opts(
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")
-_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "detect_anomaly", "debug")
+_LIMITS = ("max_elements", "max_program_size", "max_statements", "max_steps", "max_depth", "timeout",
+           "detect_anomaly", "debug")
 
 COMMANDS = {
     "eval": Command(
@@ -123,7 +128,7 @@ def run(name: str, kwargs: dict) -> int:
 
 def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
             json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
-            max_program_size=None, max_statements=None, detect_anomaly=False):
+            max_program_size=None, max_statements=None, detect_anomaly=False, max_steps=None, max_depth=None):
     from .session import Options
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
@@ -131,7 +136,7 @@ def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="f
                    device=device, dtype=dtype, seed=seed, no_backward=no_backward, precision=precision,
                    max_elements=max_elements, timeout=timeout, json=json_, debug=debug,
                    max_program_size=max_program_size, max_statements=max_statements,
-                   detect_anomaly=detect_anomaly)
+                   detect_anomaly=detect_anomaly, max_steps=max_steps, max_depth=max_depth)
 
 
 def _with_options(body, **kwargs) -> int:

@@ -30,6 +30,8 @@ class Options:
     max_elements: int | None = None
     max_program_size: int | None = None
     max_statements: int | None = None
+    max_steps: int | None = None
+    max_depth: int | None = None
     detect_anomaly: bool = False
     timeout: float | None = None
     json: bool = False
@@ -145,7 +147,7 @@ class engine_state:
         L = limits.LIMITS
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
-                       L.max_elements, L.max_program_bytes, L.max_statements)
+                       L.max_elements, L.max_program_bytes, L.max_statements, L.max_steps, L.max_depth)
         return self
 
     def __exit__(self, *exc):
@@ -158,7 +160,7 @@ class engine_state:
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
-         L.max_statements) = self._saved
+         L.max_statements, L.max_steps, L.max_depth) = self._saved
         return False
 
 
@@ -179,6 +181,11 @@ def configure(opts: Options) -> None:
         if opts.max_statements < 1:
             raise UsageError("--max-statements must be a positive integer")
         limits.LIMITS.max_statements = opts.max_statements
+    for name in ("max_steps", "max_depth"):  # --max-steps, --max-depth
+        value = getattr(opts, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
+        setattr(limits.LIMITS, name, value or getattr(limits, f"DEFAULT_{name.upper()}"))
     dtypes.set_default_dtype(opts.dtype)
     if opts.max_elements is not None:
         if opts.max_elements < 1:

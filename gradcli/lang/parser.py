@@ -147,6 +147,31 @@ def _get_parser():
 
 # ------------------------------------------------------------------------------ parse
 
+def _parse_fields(parser, pending: list) -> None:
+    """Parse the expressions of the f-strings' fields (``f"{x:.4f}"``), which the builder left
+    in ``pending``, and fill them in; a field's own f-strings join the list (no recursion)."""
+    from .ast import ExprStmt, walk
+    while pending:
+        field, expr, line, column = pending.pop()
+        try:
+            program = parser.parse("(" + expr + ")\n")
+        except GradSyntaxError as exc:
+            raise GradSyntaxError(f"f-string: {exc.message}", line=line, column=column) from None
+        except GradcliError:
+            raise
+        except Exception:
+            raise GradSyntaxError("f-string: invalid syntax", line=line, column=column) from None
+        if len(program.body) != 1 or not isinstance(program.body[0], ExprStmt):
+            raise GradSyntaxError("f-string: invalid syntax", line=line, column=column)
+        value = program.body[0].value
+        for node in walk(value):  # the field's positions, in the program's lines and columns
+            node.column = column + node.column - 2 if node.line == 1 else node.column
+            node.end_column = column + node.end_column - 2 if node.end_line == 1 else node.end_column
+            node.line += line - 1
+            node.end_line += line - 1
+        field.value = value
+
+
 def parse(source: str, *, filename: str = "<program>") -> Program:
     """Parse a ``.grad`` program. Raises :class:`GradSyntaxError` (and nothing else) for any
     text that is not a valid program."""
@@ -158,8 +183,11 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     if not text.endswith("\n"):
         text += "\n"
     with _lock:
+        from . import builder
+        del builder.PENDING_FIELDS[:]
         try:
             program = parser.parse(text)
+            _parse_fields(parser, builder.PENDING_FIELDS)
         except GradSyntaxError as exc:
             err = exc
         except RecursionError:  # pragma: no cover - nothing here recurses; a safety net

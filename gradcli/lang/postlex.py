@@ -18,9 +18,14 @@ from ..errors import GradSyntaxError
 # Terminal names (see the grammar) and how messages name them.
 OPEN = {"LPAR": "(", "LSQB": "["}
 CLOSE = {"RPAR": "(", "RSQB": "["}   # a closing bracket -> the opening one it matches
-KEYWORD_TERMINALS = {"with": "WITH", "assert": "ASSERT", "del": "DEL", "lambda": "LAMBDA",
-                     "True": "TRUE", "False": "FALSE", "None": "NONE"}
+KEYWORD_TERMINALS = {name: name.upper() for name in (
+    "with", "assert", "del", "lambda", "True", "False", "None", "if", "elif", "else", "for", "in",
+    "while", "break", "continue", "def", "return", "pass", "and", "or", "not", "is", "import",
+    "from", "as")}
 UNSUPPORTED_KEYWORDS = frozenset(keyword.kwlist) - set(KEYWORD_TERMINALS)
+# What the message for an unsupported keyword (class, try, global, yield...) says the language has.
+SUPPORTED_STATEMENTS = ("if/elif/else, for, while, break, continue, def, return, lambda, with, "
+                        "import, from ... import, assert, del, pass")
 
 
 class GradIndenter(Indenter):
@@ -91,7 +96,8 @@ class GradIndenter(Indenter):
                 if value in KEYWORD_TERMINALS:  # a keyword where it cannot be: the parser says so
                     token = Token.new_borrow_pos(KEYWORD_TERMINALS[value], value, token)
                 elif value in UNSUPPORTED_KEYWORDS:
-                    raise GradSyntaxError(f"'{value}' is not part of the gradcli language",
+                    raise GradSyntaxError(f"'{value}' is not part of the gradcli language (its "
+                                          f"statements: {SUPPORTED_STATEMENTS})",
                                           line=token.line, column=token.column)
             yield token
             # After the parser took the token: on an error, the stack is as before it.

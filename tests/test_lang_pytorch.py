@@ -298,3 +298,55 @@ def test_functional_namespace_hook_reaches_registry_ops():
         del registry.FUNCTIONS["twice_for_test"]
         del registry.NAMESPACES["torch.nn.functional"]["twice_for_test"]
         registry.BY_FUNCTION.pop(twice_for_test, None)
+
+
+PROGRAMS_MORE = {
+    "a def as a hook, run by backward": """
+import torch
+def double(g):
+    return g * 2
+x = torch.ones(3, requires_grad=True)
+h = x.register_hook(double)
+(x * x).sum().backward()
+print(x.grad)
+h.remove()
+""",
+    "unpacking, nested targets, while with else-free break": """
+import torch
+pairs = [(1, (2.0, 3.0)), (2, (4.0, 5.0))]
+acc = torch.zeros(2, requires_grad=True)
+out = acc
+for i, (a, b) in pairs:
+    out = out + torch.tensor([a, b]) * i
+k = 0
+while True:
+    k += 1
+    if k == 4:
+        break
+print(out, k, [p[0] for p in pairs], -7 // 2, -7 % 3, 2 ** -1, 10 / 4)
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS_MORE))
+def test_more_programs_print_what_torch_prints(name):
+    same_as_torch(PROGRAMS_MORE[name])
+
+
+def test_check_and_graph_follow_loops_and_functions(capsys):
+    program = ("import torch\nx = torch.ones(3, requires_grad=True)\ndef f(v, k=2):\n    return (v ** k).sum()\n"
+               "total = 0\nfor i in range(3):\n    total = total + f(x * i, k=3)\n")
+    assert main(["check", program + "total", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(c["leaf"], c["passed"]) for c in doc["gradcheck"]] == [("x", True)]
+    assert doc["variables"][0]["grad"] == [27.0, 27.0, 27.0]  # d/dx sum over i of (i x)^3 = 3 x^2 (0 + 1 + 8)
+    assert main(["graph", program + "loss = total", "--format", "json"]) == 0, capsys.readouterr()
+    graph = json.loads(capsys.readouterr().out)
+    names = json.dumps(graph)
+    assert names.count("PowBackward0") == 3 and "SumBackward0" in names
+
+
+def test_isinstance_and_values_of_functions():
+    code, doc = run("import torch\nx = torch.ones(2)\nf = torch.mean\n"
+                    "print(isinstance(x, float), isinstance(1.5, (int, float)), isinstance([1], list), f(x), abs)")
+    assert code == 0 and doc["printed"] == ["False True True tensor(1.) <built-in function abs>"]

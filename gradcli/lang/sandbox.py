@@ -209,6 +209,8 @@ def _range(*args):
 def _isinstance(obj, types):
     kinds = types if isinstance(types, tuple) else (types,)
     for kind in kinds:
+        if isinstance(kind, BuiltinRef) and kind.name == "Tensor":  # torch.Tensor, a constructor here
+            kind = Tensor
         cls = kind.fn if isinstance(kind, BuiltinRef) else kind
         if cls in _TYPES:
             cls = _TYPES[cls]

@@ -123,6 +123,12 @@ w = torch.ones(2, requires_grad=True)
 print(step(w).requires_grad, keep(w).requires_grad, torch.is_grad_enabled())
 with torch.no_grad():
     print(keep(w).requires_grad, step(w).requires_grad)
+@torch.inference_mode()
+def infer(w):
+    return w * 4
+with torch.inference_mode():
+    print((w * 2).requires_grad, infer(w).requires_grad)
+print(infer(w).requires_grad, (w * 2).requires_grad)
 """
 PROGRAMS["iteration over a tensor, enumerate, zip, comprehension"] = """
 import torch
@@ -217,7 +223,9 @@ def test_a_program_ending_in_a_loop_gets_no_implicit_backward():
     ("def f(a):\n    return a\nf(1, 2)", "type", "f() takes 1 positional argument but 2 were given"),
     ("def f(a):\n    return a\nf(b=1)", "type", "f() got an unexpected keyword argument 'b'"),
     ("break", "syntax", "'break' outside loop"),
-    ("return 1", "syntax", "'return' outside function"),
+    ("print(1)\nif True:\n    continue", "syntax", "'continue' outside loop"),
+    ("for i in range(2):\n    def f():\n        break", "syntax", "'break' outside loop"),
+    ("print(1)\nreturn 1", "syntax", "'return' outside function"),
     ("x = 1\nx.grad = 2", "name", "cannot assign to 'grad' of a int"),
     ("'{0.real}'.format(1)", "name", "only positions and names are allowed"),
     ("if ones(2):\n    pass", "type", "Boolean value of Tensor with more than one value is ambiguous"),
@@ -226,6 +234,11 @@ def test_refusals_exit_2_with_a_message(program, kind, words):
     code, doc = run(program)
     assert code == 2, doc
     assert doc["error"]["kind"] == kind and words in doc["error"]["message"], doc["error"]
+
+
+def test_jumps_outside_loops_are_found_before_anything_runs():
+    code, doc = run("print(1)\nwhile True:\n    pass\nbreak")
+    assert code == 2 and doc["printed"] == [] and doc["error"]["line"] == 4
 
 
 def test_optimizers_get_a_hint_of_what_to_write_instead(capsys, monkeypatch):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.grad_mode import STATE as _GRAD
+from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..backend.dtypes import DTYPES
 from ..errors import GradcliError, GradNameError
 from ..ops import registry
@@ -57,6 +57,15 @@ class Module:
 
 
 _MODULES: dict = {}
+
+
+class inference_mode(no_grad):
+    """``torch.inference_mode(mode=True)``: records nothing while on, as ``no_grad`` (gradcli has
+    no separate inference tensors); a context manager and a decorator."""
+    __slots__ = ("_mode",)
+
+    def __init__(self, mode=True):
+        self._mode = not mode
 
 
 def _cuda_available() -> bool:
@@ -125,6 +134,7 @@ def _torch_members() -> dict:
     members.update(_ops_in("torch"))
     members.update(_DTYPE_NAMES)
     members.update(_NUMBERS)
+    members["inference_mode"] = BuiltinRef("inference_mode", inference_mode)
     members.update({"autograd": Module.of("torch.autograd"), "nn": Module.of("torch.nn"), "cuda": Module.of("torch.cuda")})
     return members
 

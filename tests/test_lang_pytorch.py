@@ -363,3 +363,15 @@ def test_isinstance_and_values_of_functions():
     code, doc = run("import torch\nx = torch.ones(2)\nf = torch.mean\n"
                     "print(isinstance(x, float), isinstance(1.5, (int, float)), isinstance([1], list), f(x), abs)")
     assert code == 0 and doc["printed"] == ["False True True tensor(1.) <built-in function abs>"]
+
+
+def test_hostile_values_are_bounded():
+    code, doc = run("xs = [1, (2,)]\nxs.append(xs)\nprint(xs, str(xs))")
+    assert code == 0 and doc["printed"] == ["[1, (2,), [...]] [1, (2,), [...]]"]
+    for program in ("xs = [0] * 10 ** 9", "s = 'ab' * 10 ** 9", "xs = list(range(10 ** 9))",
+                    "xs = sorted(range(10 ** 9))", "all(range(1, 10 ** 12))", "'-'.join(range(10 ** 12))",
+                    "xs = []\nxs.extend(range(10 ** 12))"):
+        code, doc = run(program)
+        assert code == 3 and doc["error"]["kind"] == "limit", (program, doc["error"])
+    code, doc = run("print(len(range(10 ** 12)), 10 ** 12 in range(10 ** 13))")
+    assert code == 0 and doc["printed"] == ["1000000000000 True"]

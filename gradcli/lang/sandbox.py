@@ -62,14 +62,14 @@ def _str_format(self, *args, **kwargs):
 
 
 def _str_join(self, items):
-    items = list(iterate(items))
+    items = _sized(items)
     if not all(isinstance(i, str) for i in items):
         raise GradTypeError("join() expects strings")
     return self.join(items)
 
 
 def _list_extend(self, items):
-    self.extend(list(iterate(items)))
+    self.extend(_sized(items))
 
 
 STR_METHODS = {"format": _str_format, "join": _str_join}
@@ -239,9 +239,22 @@ PYTHON_BUILTINS = {
     "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted,
     "reversed": lambda items: reversed(_sized(items)), "float": float, "int": int,
     "sum": _python_or_op("sum", sum), "max": _python_or_op("max", max), "min": _python_or_op("min", min),
-    "abs": _python_or_op("abs", abs), "any": lambda items: any(truth(i) for i in iterate(items)),
-    "all": lambda items: all(truth(i) for i in iterate(items)),
+    "abs": _python_or_op("abs", abs), "any": None, "all": None,
 }
+
+
+def _any_or_all(name, python):
+    """``any``/``all``: torch's on a tensor, Python's (bounded, tensors' truth) on anything else."""
+    def fn(items, *args, **kwargs):
+        if isinstance(items, Tensor):
+            return registry.FUNCTIONS[name].fn(items, *args, **kwargs)
+        return python(truth(i) for i in _sized(items))
+    fn.__name__ = name
+    return fn
+
+
+PYTHON_BUILTINS["any"] = _any_or_all("any", any)
+PYTHON_BUILTINS["all"] = _any_or_all("all", all)
 _TYPES = {PYTHON_BUILTINS["list"]: list, PYTHON_BUILTINS["tuple"]: tuple, _str: str,
           PYTHON_BUILTINS["bool"]: bool}
 
@@ -269,7 +282,7 @@ def registered_builtins() -> dict:
         BUILTINS.update(_LANGUAGE_BUILTINS)
         BUILTINS.update({name: info.fn for name, info in functions.items()
                          if not name.endswith("_") and "torch" in info.namespaces})
-        BUILTINS.update({name: PYTHON_BUILTINS[name] for name in ("sum", "max", "min", "abs")
+        BUILTINS.update({name: PYTHON_BUILTINS[name] for name in ("sum", "max", "min", "abs", "any", "all")
                          if name in BUILTINS})  # torch's on tensors, Python's on numbers
         BUILTINS.update({name: fn for name, fn in PYTHON_BUILTINS.items() if name not in BUILTINS})
         TENSOR_METHODS.clear()

@@ -224,7 +224,9 @@ def contains(container, item) -> bool:
         if not isinstance(item, str):
             raise GradTypeError(f"'in <string>' requires string as left operand, not {type_name(item)}")
         return item in container
-    if isinstance(container, (list, tuple, range, Size)):
+    if isinstance(container, range):
+        return isinstance(item, (int, float)) and item in container  # arithmetic, not a scan
+    if isinstance(container, (list, tuple, Size)):
         return any(v is item or truth(compare("==", v, item)) for v in container)
     raise GradTypeError(f"argument of type '{type_name(container)}' is not iterable")
 
@@ -337,17 +339,26 @@ class _Punct(str):
 
 def _repr_nested(value) -> str:
     """``repr`` of nested lists and tuples with an explicit stack: Python's own fails (RecursionError)
-    past about 1,000 levels, and a program can build a list 10,000 deep."""
+    past about 1,000 levels, and a program can build a list 10,000 deep. A list that contains
+    itself (``xs.append(xs)``) shows ``[...]`` there, as Python's does."""
     parts = []
     stack = [value]
+    open_ids: set = set()
     while stack:
         item = stack.pop()
         if item.__class__ is _Punct:
             parts.append(item)
+        elif item.__class__ is _Closed:
+            open_ids.discard(item.id)
+            parts.append(item.text)
         elif type(item) is list or type(item) is tuple:
             is_list = type(item) is list
+            if id(item) in open_ids:
+                parts.append("[...]" if is_list else "(...)")
+                continue
+            open_ids.add(id(item))
             parts.append("[" if is_list else "(")
-            stack.append(_Punct("]" if is_list else ",)" if len(item) == 1 else ")"))
+            stack.append(_Closed(id(item), "]" if is_list else ",)" if len(item) == 1 else ")"))
             for i in range(len(item) - 1, -1, -1):
                 stack.append(item[i])
                 if i:
@@ -355,6 +366,14 @@ def _repr_nested(value) -> str:
         else:
             parts.append(repr(item))
     return "".join(parts)
+
+
+class _Closed:
+    """The end of a list or tuple while :func:`_repr_nested` writes it out."""
+    __slots__ = ("id", "text")
+
+    def __init__(self, id_, text):
+        self.id, self.text = id_, text
 
 
 # ------------------------------------------------------------------------------ Python's exceptions

@@ -375,3 +375,90 @@ def test_hostile_values_are_bounded():
         assert code == 3 and doc["error"]["kind"] == "limit", (program, doc["error"])
     code, doc = run("print(len(range(10 ** 12)), 10 ** 12 in range(10 ** 13))")
     assert code == 0 and doc["printed"] == ["1000000000000 True"]
+
+
+# PyTorch's own tutorials, as published (values that depend on the random generator are not printed).
+TUTORIALS = {
+    "blitz: differentiation in autograd": """
+import torch
+
+a = torch.tensor([2., 3.], requires_grad=True)
+b = torch.tensor([6., 4.], requires_grad=True)
+Q = 3*a**3 - b**2
+external_grad = torch.tensor([1., 1.])
+Q.backward(gradient=external_grad)
+# check if collected gradients are correct
+print(9*a**2 == a.grad)
+print(-2*b == b.grad)
+""",
+    "blitz: exclusion from the DAG": """
+import torch
+
+x = torch.rand(5, 5)
+y = torch.rand(5, 5)
+z = torch.rand((5, 5), requires_grad=True)
+
+a = x + y
+print(f"Does `a` require gradients?: {a.requires_grad}")
+b = x + z
+print(f"Does `b` require gradients?: {b.requires_grad}")
+""",
+    "basics: optional reading, Jacobian product": """
+import torch
+
+inp = torch.eye(4, 5, requires_grad=True)
+out = (inp+1).pow(2).t()
+out.backward(torch.ones_like(out), retain_graph=True)
+print(f"First call\\n{inp.grad}")
+out.backward(torch.ones_like(out), retain_graph=True)
+print(f"\\nSecond call\\n{inp.grad}")
+inp.grad.zero_()
+out.backward(torch.ones_like(out), retain_graph=True)
+print(f"\\nCall after zeroing gradients\\n{inp.grad}")
+""",
+    "basics: disabling gradient tracking": """
+import torch
+
+x = torch.ones(5)  # input tensor
+y = torch.zeros(3)  # expected output
+w = torch.ones(5, 3, requires_grad=True)
+b = torch.ones(3, requires_grad=True)
+z = torch.matmul(x, w)+b
+print(z.requires_grad)
+
+with torch.no_grad():
+    z = torch.matmul(x, w)+b
+print(z.requires_grad)
+
+z = torch.matmul(x, w)+b
+z_det = z.detach()
+print(z_det.requires_grad)
+""",
+    "autograd mechanics: grad mode": """
+import torch
+
+x = torch.zeros(1, requires_grad=True)
+with torch.no_grad():
+    y = x * 2
+print(y.requires_grad)
+
+is_train = False
+with torch.set_grad_enabled(is_train):
+    y = x * 2
+print(y.requires_grad)
+
+torch.set_grad_enabled(True)
+y = x * 2
+print(y.requires_grad)
+
+torch.set_grad_enabled(False)
+y = x * 2
+print(y.requires_grad)
+torch.set_grad_enabled(True)
+""",
+}
+
+
+@pytest.mark.parametrize("name", list(TUTORIALS))
+def test_pytorch_tutorial_prints_what_torch_prints(name):
+    same_as_torch(TUTORIALS[name])

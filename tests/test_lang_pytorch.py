@@ -110,6 +110,12 @@ x = torch.arange(3.0, requires_grad=True)
 y = affine(x, b=0.5) + affine(x, 3.0) + outer(4)(x) + sq(x, b=1)
 y.sum().backward()
 print(y, x.grad, sq(2), affine(1, w=3))
+def countdown(n):
+    def step(k):
+        return 0 if k == 0 else 1 + step(k - 1)
+    return step(n)
+fs = [lambda: i for i in range(3)]
+print(countdown(5), [f() for f in fs], (lambda a: lambda b: a * b)(2)(3))
 """
 PROGRAMS["decorated no_grad and grad mode"] = """
 import torch

@@ -528,7 +528,7 @@ class Evaluator:
         for p in stmt.params:
             default = _MISSING if p.default is None else (yield from self._eval_gen(p.default, local))
             params.append((p.name, default))
-        fn = UserFunction(stmt.name, params, stmt.body, False, self, dict(scope) if scope else None)
+        fn = UserFunction(stmt.name, params, stmt.body, False, self, scope if scope else None)  # live: sees later names
         for node in reversed(stmt.decorators):  # the innermost first, as Python applies them
             decorator = yield from self._eval_gen(node, local)
             fn = yield from self._decorate(fn, decorator, node)
@@ -764,7 +764,7 @@ def _lambda_children(n):
 def _make_lambda(ev, n, defaults, scope):
     values = iter(defaults)
     params = [(p.name, _MISSING if p.default is None else next(values)) for p in n.params]
-    return UserFunction("<lambda>", params, n.body, True, ev, dict(scope) if scope else None)
+    return UserFunction("<lambda>", params, n.body, True, ev, scope if scope else None)
 
 
 def _bool_op(ev, n, args, scope):

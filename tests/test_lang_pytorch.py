@@ -313,10 +313,31 @@ def test_functional_namespace_hook_reaches_registry_ops():
         assert code == 0 and doc["variables"][0]["grad"] == [2.0, 2.0]
         code, doc = run("twice_for_test(ones(2))")
         assert code == 2 and doc["error"]["kind"] == "name"
+        code, doc = run("import torch\nfrom torch.nn.functional import twice_for_test as tw\n"
+                        "print(torch.nn.functional.twice_for_test(ones(1)), tw(ones(1)))")
+        assert code == 0 and doc["printed"] == ["tensor([2.]) tensor([2.])"]
     finally:
         del registry.FUNCTIONS["twice_for_test"]
         del registry.NAMESPACES["torch.nn.functional"]["twice_for_test"]
         registry.BY_FUNCTION.pop(twice_for_test, None)
+
+
+def test_a_new_module_path_is_importable_once_an_op_declares_itself_there():
+    from gradcli.ops import registry
+    from gradcli.ops.pointwise import mul
+
+    @registry.op(method=False, namespaces=("torch.special_for_test",), name="thrice_for_test")
+    def thrice_for_test(input):
+        """Test op: 3 * input."""
+        return mul(input, 3)
+    try:
+        code, doc = run("import torch\nimport torch.special_for_test as S\n"
+                        "print(S.thrice_for_test(ones(1)), torch.special_for_test.thrice_for_test(ones(1)))")
+        assert code == 0 and doc["printed"] == ["tensor([3.]) tensor([3.])"], doc["error"]
+    finally:
+        del registry.FUNCTIONS["thrice_for_test"]
+        del registry.NAMESPACES["torch.special_for_test"]
+        registry.BY_FUNCTION.pop(thrice_for_test, None)
 
 
 PROGRAMS_MORE = {

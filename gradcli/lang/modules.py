@@ -178,7 +178,9 @@ _CACHE: dict = {}  # module name -> (the registry's size when read, members)
 def members(module_name: str) -> dict:
     """The members of a module, as the registry is now (an op declared since the last read
     joins), cached while the registry does not change."""
-    key = (id(registry.FUNCTIONS), len(registry.FUNCTIONS))
+    functions = registry.FUNCTIONS
+    key = (id(functions), len(functions), next(reversed(functions), None),
+           sum(len(table) for table in registry.NAMESPACES.values()))
     cached = _CACHE.get(module_name)
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -208,6 +210,8 @@ def member(module: Module, attr: str):
     if attr in table:
         return table[attr]
     full = f"{module.name}.{attr}"
+    if full in registry.NAMESPACES:  # a submodule that ops declared themselves in (torch.linalg)
+        return Module.of(full)
     hint = _HINTS.get(full) or _HINTS.get(module.name)
     if hint is None and module.name == "torch.nn":
         hint = _BEYOND

@@ -489,3 +489,10 @@ torch.set_grad_enabled(True)
 @pytest.mark.parametrize("name", list(TUTORIALS))
 def test_pytorch_tutorial_prints_what_torch_prints(name):
     same_as_torch(TUTORIALS[name])
+
+
+def test_max_statements_counts_the_statements_inside_blocks():
+    program = "def f():\n    a = 1\n    b = 2\nif True:\n    c = 3\nelse:\n    d = 4\nfor i in range(1):\n    e = 5"
+    assert run(program, "--max-statements", "8")[0] == 0
+    code, doc = run(program, "--max-statements", "7")
+    assert code == 2 and "statements" in doc["error"]["message"]

@@ -303,14 +303,18 @@ def execute(interp, decls, program):
 
 
 def check_program_size(program) -> None:
-    """The number of statements, ``with`` blocks' bodies included (counted without recursion)."""
-    from ..lang.ast import With
+    """The number of statements, blocks' bodies included (counted without recursion)."""
+    from ..lang.ast import For, FunctionDef, If, While, With
     from ..limits import check_statements
     count, stack = 0, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)
-        stack.extend(stmt.body for stmt in body if isinstance(stmt, With))
+        for stmt in body:
+            if isinstance(stmt, (With, For, While, FunctionDef, If)):
+                stack.append(stmt.body)
+                if isinstance(stmt, If):
+                    stack.append(stmt.orelse)
     check_statements(count)
 
 

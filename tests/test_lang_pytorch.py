@@ -496,3 +496,14 @@ def test_max_statements_counts_the_statements_inside_blocks():
     assert run(program, "--max-statements", "8")[0] == 0
     code, doc = run(program, "--max-statements", "7")
     assert code == 2 and "statements" in doc["error"]["message"]
+
+
+def test_check_and_graph_take_the_last_value_computed_in_a_loop(capsys):
+    program = "x = ones(3, requires_grad=True)\nfor i in range(3):\n    y = (x * i).exp().sum()"
+    assert main(["check", program, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gradcheck_of"] == "the last value (line 3)"
+    assert doc["gradcheck"][0]["passed"] and doc["gradcheck"][0]["worst"]["analytic"] == pytest.approx(2 * __import__("math").exp(2))
+    assert main(["graph", program, "--format", "json"]) == 0
+    graph = json.loads(capsys.readouterr().out)
+    assert [n["name"] for n in graph["nodes"]] == ["SumBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad"]

@@ -347,9 +347,14 @@ class Evaluator:
             raise err.at(node.line, node.column)
 
     def _simple_gen(self, stmt, scope, top):
-        if top:
+        """A simple statement. Observers see those of the program's own level (``scope`` None:
+        in loops and ``if`` too, not inside functions); ``top`` ones (not in a loop or ``if``)
+        are also what the implicit backward reads."""
+        observed = scope is None and self.observers
+        if observed:
             for observer in self.observers:
                 observer.before_statement(stmt)
+        if top:
             self.last_stmt = stmt
         execute = _STATEMENTS.get(stmt.__class__)
         if execute is None:
@@ -357,6 +362,7 @@ class Evaluator:
         value = yield from execute(self, stmt, scope)
         if top:
             self.last_value = value
+        if observed:
             for observer in self.observers:
                 observer.after_statement(stmt, value)
         return value

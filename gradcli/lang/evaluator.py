@@ -27,7 +27,6 @@ from .ast import (
     Lambda, ListComp, ListExpr, Name, Not, Num, Pass, Return, SetItem, Slice, Str, Subscript,
     TupleExpr, UnaryOp, While, With,
 )
-from .formatting import format_value
 from .implicit_backward import run_implicit_backward
 from .modules import Module
 from ..ops.registry import INPLACE_OPERATORS
@@ -785,6 +784,7 @@ def _fstring_children(n):
 
 
 def _fstring(ev, n, args, scope):
+    from .formatting import format_value  # only programs with f-strings need it (start-up time)
     values = iter(args)
     out = []
     for part in n.parts:

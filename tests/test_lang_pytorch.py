@@ -507,3 +507,11 @@ def test_check_and_graph_take_the_last_value_computed_in_a_loop(capsys):
     assert main(["graph", program, "--format", "json"]) == 0
     graph = json.loads(capsys.readouterr().out)
     assert [n["name"] for n in graph["nodes"]] == ["SumBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad"]
+
+
+def test_docstrings_and_triple_quoted_strings():
+    same_as_torch('import torch\n\ndef f(x):\n    """Square it.\n\n    Returns "x ** 2" (with \'quotes\').\n    """\n'
+                  '    return x ** 2\n\'\'\'A module\ndocstring\'\'\'\nprint(f(3), """a\nb""", \'\'\'it\'s\'\'\', "x\\ty")\n'
+                  'print(f(torch.ones(2, requires_grad=True)))\n')
+    code, doc = run('x = """never closed\nprint(1)')
+    assert code == 2 and doc["error"]["kind"] == "syntax"

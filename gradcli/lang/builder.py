@@ -481,7 +481,8 @@ _ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[xu
 def _decode_string(token: Any) -> str:
     """Decode a STRING token's escapes (never with eval): \\n \\t \\r \\0 \\\\ \\' \\" \\a \\b
     \\f \\v \\xhh \\uhhhh \\Uhhhhhhhh; an unknown escape keeps its backslash, as in Python."""
-    body = token.value[1:-1]
+    quotes = 3 if token.value[:3] in ('"""', "\'\'\'") else 1  # a LONG_STRING's triple quotes
+    body = token.value[quotes:-quotes]
     if "\\" not in body:
         return body
 

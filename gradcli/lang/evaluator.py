@@ -2,8 +2,10 @@
 
 :class:`Evaluator` runs statements one by one and evaluates expressions with explicit stacks:
 a 10,000-deep nesting, a 100,000-term sum or ``with`` blocks nested 500 deep never touch
-Python's recursion limit. What each statement and each kind of expression does is looked up
-in one table per kind (:data:`_STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
+Python's recursion limit; blocks (``if``, loops, ``with``) run on a stack of frames, and calls
+of the program's own functions on the driver's stack of generators (:meth:`Evaluator._drive`).
+What each statement and each kind of expression does is looked up in one table per kind
+(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
 :mod:`gradcli.lang.values`; everything a program can name or call goes through
 :mod:`gradcli.lang.sandbox`.
 
@@ -22,14 +24,13 @@ from ..errors import GradcliError, GradNameError, GradSyntaxError, GradTypeError
 from ..limits import LIMITS
 from . import modules, sandbox
 from .ast import (
-    Assert, Assign, Attribute, AugAssign, BinOp, BoolOp, Break, Call, Compare, Const, Continue, Del,
-    EllipsisLit, ExprStmt, For, FormattedValue, FString, FunctionDef, If, IfExp, Import, ImportFrom,
-    Lambda, ListComp, ListExpr, Name, Not, Num, Pass, Return, SetItem, Slice, Str, Subscript,
+    Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, For, FormattedValue,
+    FString, If, IfExp, Lambda, ListComp, ListExpr, Name, Not, Num, Return, Slice, Str, Subscript,
     TupleExpr, UnaryOp, While, With,
 )
 from .implicit_backward import run_implicit_backward
 from .modules import Module
-from ..ops.registry import INPLACE_OPERATORS
+from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, registered_builtins, suggest
 from .values import (
     _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, subscript,
@@ -38,14 +39,6 @@ from .values import (
 
 
 # ------------------------------------------------------------------------------ results
-
-class Check:
-    """One ``assert`` of the program: its line, whether it held, its message."""
-    __slots__ = ("line", "passed", "message")
-
-    def __init__(self, line, passed, message):
-        self.line, self.passed, self.message = line, passed, message
-
 
 class RunResult:
     """What a program did: its variables, output, checks, and whether backward ran."""
@@ -89,15 +82,6 @@ class Observer:
 
 # ------------------------------------------------------------------------------ the evaluator
 
-class _Pending:
-    """A call of one of the program's functions, handed by an expression to the frame stack
-    (:meth:`Evaluator._drive`) instead of being made by a Python call."""
-    __slots__ = ("fn", "args", "kwargs")
-
-    def __init__(self, fn, args, kwargs):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-
-
 class _Push:
     """What a combine step returns when the node's value is another node's (``a and b``, ``x if c
     else y``): the evaluation stack evaluates that node in its place."""
@@ -111,10 +95,9 @@ class _Push:
 _WITH, _FOR, _WHILE, _IF = "with", "for", "while", "if"
 _DONE = object()
 _TOP_FRAMES = (None, _WITH)  # a statement here is one of the program's top-level statements
-_EMPTY: dict = {}
 
 
-class Evaluator:
+class Evaluator(Statements):
     """Evaluates statements one by one, keeping variables in order of first binding.
 
     Control flow and calls never use Python's recursion: each block runs on an explicit stack
@@ -397,159 +380,6 @@ class Evaluator:
                 raise err.at(stmt.line, stmt.column)
             stack.extend(reversed(list(zip(node.items, items))))
 
-    # ----------------------------------------------------------------- statements
-    def _assign(self, stmt, scope):
-        value = yield from self._eval_gen(stmt.value, scope or _EMPTY)
-        if stmt.unpack:
-            try:
-                values = unpack(value, len(stmt.targets))
-            except GradTypeError as err:
-                raise err.at(stmt.line, stmt.column)
-            for name, v in zip(stmt.targets, values):
-                self._assign_name(name, v, scope)
-        else:
-            self._assign_name(stmt.targets[0], value, scope)
-        return value
-
-    def _expr_stmt(self, stmt, scope):
-        return (yield from self._eval_gen(stmt.value, scope or _EMPTY))
-
-    def _aug_assign(self, stmt, scope):
-        target = stmt.target
-        local = scope or _EMPTY
-        obj = index = None
-        if isinstance(target, Name):
-            current = self._lookup(target.id, target, local)
-        elif isinstance(target, Attribute):
-            obj = yield from self._eval_gen(target.value, local)
-            current = self._at(sandbox.attribute, target, obj, target.attr)
-        else:
-            obj = yield from self._eval_gen(target.value, local)
-            index = []
-            for part in target.index:
-                index.append((yield from self._eval_gen(part, local)))
-            if isinstance(obj, Tensor):
-                raise GradTypeError("x[i] += ... on a tensor is not supported: build a new tensor "
-                                    "instead").at(stmt.line, stmt.column)
-            current = self._at(subscript, target, obj, index)
-        value = yield from self._eval_gen(stmt.value, local)
-        if isinstance(current, Tensor) and stmt.op in INPLACE_OPERATORS:  # in place, as torch: w.data -= g
-            self._call(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
-            result = current
-        else:
-            result = self._at(binary_op, stmt, stmt.op, current, value)
-        if isinstance(target, Name):
-            self._assign_name(target.id, result, scope)
-        elif isinstance(target, Attribute):
-            if result is not current:
-                self._at(sandbox.set_attribute, stmt, obj, target.attr, result)
-        else:
-            self._at(sandbox.set_item, stmt, obj, index, result)
-        return None
-
-    def _set_item(self, stmt, scope):
-        local = scope or _EMPTY
-        target = stmt.target
-        obj = yield from self._eval_gen(target.value, local)
-        if isinstance(target, Attribute):
-            value = yield from self._eval_gen(stmt.value, local)
-            self._at(sandbox.set_attribute, stmt, obj, target.attr, value)
-            return value
-        index = []
-        for part in target.index:
-            index.append((yield from self._eval_gen(part, local)))
-        value = yield from self._eval_gen(stmt.value, local)
-        self._at(sandbox.set_item, stmt, obj, index, value)
-        return value
-
-    @staticmethod
-    def _at(fn, node, *args):
-        try:
-            return fn(*args)
-        except GradcliError as err:
-            raise err.at(node.line, node.column)
-        except (ArithmeticError, ValueError, TypeError, IndexError) as exc:
-            raise translate_exception(exc).at(node.line, node.column) from None
-
-    def _assert(self, stmt, scope):
-        local = scope or _EMPTY
-        value = yield from self._eval_gen(stmt.test, local)
-        message = None
-        if stmt.msg is not None:
-            message = yield from self._eval_gen(stmt.msg, local)
-        if isinstance(value, Tensor):
-            if value.numel() != 1:
-                raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous "
-                                    "(use .all() or allclose)").at(stmt.test.line, stmt.test.column)
-            passed = bool(value.item())
-        else:
-            passed = bool(value)
-        text = message if isinstance(message, str) or message is None else display(message)
-        self.result.checks.append(Check(stmt.line, passed, text))
-        return None
-
-    def _del(self, stmt, scope):
-        table = self.env if scope is None else scope
-        for name, node in zip(stmt.names, stmt.targets):
-            if name not in table:
-                raise self._unknown(name, node, scope)
-            del table[name]
-        return None
-        yield
-
-    def _pass(self, stmt, scope):
-        return None
-        yield
-
-    def _import(self, stmt, scope):
-        try:
-            module = modules.import_module(stmt.module)
-        except GradcliError as err:
-            raise err.at(stmt.line, stmt.column)
-        if stmt.alias is not None:
-            self._assign_name(stmt.alias, module, scope)
-        else:  # import torch.nn.functional binds torch
-            root = stmt.module.split(".")[0]
-            self._assign_name(root, Module.of(root), scope)
-        return None
-        yield
-
-    def _import_from(self, stmt, scope):
-        try:
-            for name, alias in stmt.names:
-                if name == "*":
-                    for key, value in modules.members(modules.import_module(stmt.module).name).items():
-                        self._assign_name(key, value, scope)
-                    continue
-                self._assign_name(alias or name, modules.import_from(stmt.module, name), scope)
-        except GradcliError as err:
-            raise err.at(stmt.line, stmt.column)
-        return None
-        yield
-
-    def _function_def(self, stmt, scope):
-        local = scope or _EMPTY
-        params = []
-        for p in stmt.params:
-            default = _MISSING if p.default is None else (yield from self._eval_gen(p.default, local))
-            params.append((p.name, default))
-        fn = UserFunction(stmt.name, params, stmt.body, False, self, scope if scope else None)  # live: sees later names
-        for node in reversed(stmt.decorators):  # the innermost first, as Python applies them
-            decorator = yield from self._eval_gen(node, local)
-            fn = yield from self._decorate(fn, decorator, node)
-        self._assign_name(stmt.name, fn, scope)
-        return None
-
-    def _decorate(self, fn, decorator, node):
-        if isinstance(decorator, BuiltinRef) and isinstance(decorator.fn, type) and issubclass(decorator.fn, no_grad):
-            decorator = decorator.fn()  # @torch.no_grad without ()
-        if isinstance(decorator, (no_grad, set_grad_enabled)) and isinstance(fn, UserFunction):
-            return UserFunction(fn.name, fn.params, fn.body, fn.is_lambda, self, fn.closure, decorator._mode)
-        if isinstance(decorator, UserFunction):
-            return (yield _Pending(decorator, (fn,), {}))
-        raise GradTypeError(f"unsupported decorator ({type_name(decorator)}): gradcli has @torch.no_grad(), "
-                            "@torch.enable_grad() and the program's own functions").at(node.line, node.column)
-
     # ----------------------------------------------------------------- expressions
     def _eval_gen(self, node, scope):
         """Evaluate an expression iteratively (explicit stack; no recursion on depth).
@@ -717,18 +547,6 @@ def _listed(value) -> bool:
 
 # ------------------------------------------------------------------------------ the dispatch tables
 
-_STATEMENTS = {
-    Assign: Evaluator._assign,
-    ExprStmt: Evaluator._expr_stmt,
-    AugAssign: Evaluator._aug_assign,
-    SetItem: Evaluator._set_item,
-    Assert: Evaluator._assert,
-    Del: Evaluator._del,
-    Pass: Evaluator._pass,
-    Import: Evaluator._import,
-    ImportFrom: Evaluator._import_from,
-    FunctionDef: Evaluator._function_def,
-}
 
 # Statements that open a block (their rule returns the new frame) or leave one.
 _BLOCKS = {

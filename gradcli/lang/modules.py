@@ -222,7 +222,7 @@ def member(module: Module, attr: str):
 
 def import_from(module_name: str, name: str):
     """``from MODULE import NAME``: a member, or a submodule (``from torch import nn``)."""
-    module = import_module(module_name)
+    import_module(module_name)  # an unknown module is named as such
     table = members(module_name)
     if name in table:
         return table[name]

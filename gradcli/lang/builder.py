@@ -345,6 +345,8 @@ class ASTBuilder(Transformer):
         return _span(Num(_number_value(token)), token, token)
 
     def string(self, token):
+        if token.value[0] in "fF":  # f"...": an f-string
+            return _span(_fstring(token), token, token)
         return _span(Str(_decode_string(token)), token, token)
 
     def true(self, token):

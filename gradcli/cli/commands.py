@@ -77,6 +77,10 @@ OPTIONS = _opts(
         help="Refuse programs larger than this (default 10 MiB)."),
     Opt("max_statements", ("--max-statements",), int, metavar="N",
         help="Refuse programs with more statements than this (default 1,000,000)."),
+    Opt("max_steps", ("--max-steps",), int, metavar="N",
+        help="Stop after this many executed statements and loop iterations (default 10,000,000; exit 3)."),
+    Opt("max_depth", ("--max-depth",), int, metavar="N",
+        help="Stop when the program's functions nest deeper than this (default 1,000; exit 3)."),
     Opt("detect_anomaly", ("--detect-anomaly",), bool, False,
         help="Fail at the first backward node that returns NaN, naming it (torch.autograd.detect_anomaly)."),
     Opt("debug", ("--debug",), bool, False, hidden=True, help="Show Python tracebacks for internal errors."),
@@ -105,7 +109,7 @@ OPTIONS = _opts(
 )
 
 _PROGRAM = ("source", "file", "leaf", "grad", "device")
-_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "max_memory", "max_output",
+_LIMITS = ("max_elements", "max_program_size", "max_statements", "max_steps", "max_depth", "timeout", "max_memory", "max_output",
            "detect_anomaly", "debug")
 
 COMMANDS = {
@@ -154,7 +158,7 @@ def run(name: str, kwargs: dict) -> int:
 def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
             json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
             max_program_size=None, max_statements=None, detect_anomaly=False, max_memory=None,
-            max_output=None):
+            max_output=None, max_steps=None, max_depth=None):
     from . import validate
     from .session import Options
     if dtype not in ("float32", "float64"):
@@ -167,7 +171,9 @@ def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="f
                    max_program_size=validate.positive("--max-program-size", max_program_size),
                    max_statements=validate.positive("--max-statements", max_statements),
                    detect_anomaly=detect_anomaly, max_memory=validate.size("--max-memory", max_memory),
-                   max_output=validate.positive("--max-output", max_output))
+                   max_output=validate.positive("--max-output", max_output),
+                   max_steps=validate.positive("--max-steps", max_steps),
+                   max_depth=validate.positive("--max-depth", max_depth))
 
 
 def _with_options(body, **kwargs) -> int:

@@ -28,6 +28,8 @@ class Options:
     max_elements: int | None = None
     max_program_size: int | None = None
     max_statements: int | None = None
+    max_steps: int | None = None
+    max_depth: int | None = None
     detect_anomaly: bool = False
     timeout: float | None = None
     max_memory: int | None = None
@@ -146,7 +148,7 @@ class engine_state:
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
                        L.max_elements, L.max_program_bytes, L.max_statements, L.max_memory, L.max_output,
-                       L.itemsize)
+                       L.itemsize, L.max_steps, L.max_depth)
         return self
 
     def __exit__(self, *exc):
@@ -159,7 +161,7 @@ class engine_state:
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
-         L.max_statements, L.max_memory, L.max_output, L.itemsize) = self._saved
+         L.max_statements, L.max_memory, L.max_output, L.itemsize, L.max_steps, L.max_depth) = self._saved
         return False
 
 
@@ -183,6 +185,11 @@ def configure(opts: Options) -> None:
         if opts.max_statements < 1:
             raise UsageError("--max-statements must be a positive integer")
         limits.LIMITS.max_statements = opts.max_statements
+    for name in ("max_steps", "max_depth"):  # --max-steps, --max-depth
+        value = getattr(opts, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
+        setattr(limits.LIMITS, name, value or getattr(limits, f"DEFAULT_{name.upper()}"))
     dtypes.set_default_dtype(opts.dtype)
     if opts.max_elements is not None:
         if opts.max_elements < 1:
@@ -310,15 +317,19 @@ def _check_declarations_size(opts: Options, source: Source) -> None:
 
 
 def check_program_size(program, declarations: int = 0) -> None:
-    """The number of statements, ``with`` blocks' bodies and ``-l``/``-g`` declarations included
+    """The number of statements, ``blocks' bodies and ``-l``/``-g`` declarations included
     (counted without recursion)."""
-    from ..lang.ast import With
+    from ..lang.ast import For, FunctionDef, If, While, With
     from ..limits import check_statements
     count, stack = declarations, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)
-        stack.extend(stmt.body for stmt in body if isinstance(stmt, With))
+        for stmt in body:
+            if isinstance(stmt, (With, For, While, FunctionDef, If)):
+                stack.append(stmt.body)
+                if isinstance(stmt, If):
+                    stack.append(stmt.orelse)
     check_statements(count)
 
 

@@ -253,7 +253,7 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None):
+def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",)):
     """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
     derivative ``formula`` of ``self``) and its function, which computes in the default float
     dtype unless ``keep_int``."""
@@ -267,7 +267,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None):
         return apply(cls, (input,))
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
-    return op(cls, operator=operator)(unary_op)
+    return op(cls, operator=operator, namespaces=namespaces)(unary_op)
 
 
 def _sigmoid(xp, x):
@@ -286,12 +286,12 @@ abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sgn(self)
 sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "F.mul_(F.cos(self), grad)", "Sine.")
 cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "grad * -F.sin(self)", "Cosine.")
 tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result ** 2)", "Tangent.")
-tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "F.tanh_backward(grad, result)", "Hyperbolic tangent.")
+tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "F.tanh_backward(grad, result)", "Hyperbolic tangent.", namespaces=("torch", "torch.nn.functional"))
 sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "F.sigmoid_backward(grad, result)",
-                  "Logistic sigmoid 1 / (1 + e**-x).")
+                  "Logistic sigmoid 1 / (1 + e**-x).", namespaces=("torch", "torch.nn.functional"))
 # relu(nan) is nan and passes the gradient (torch's threshold_backward zeroes only where result <= 0)
 relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x <= 0, xp.zeros_like(x), x),
-              "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True)
+              "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True, namespaces=("torch", "torch.nn.functional"))
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * (result * result)", "1 / x.")
 SignBackward0 = define_node(
     "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0

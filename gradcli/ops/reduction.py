@@ -451,7 +451,7 @@ def logsumexp(input, dim, keepdim=False):
     return apply(LogsumexpBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@op(SoftmaxBackward0, category="reduction")
+@op(SoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
     dim = _implicit_dim("softmax", input, dim)
@@ -461,7 +461,7 @@ def softmax(input, dim=None, dtype=None):
     return apply(SoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
 
 
-@op(LogSoftmaxBackward0, category="reduction")
+@op(LogSoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
     dim = _implicit_dim("log_softmax", input, dim)

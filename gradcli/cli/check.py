@@ -464,7 +464,7 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console
+    from ..present.tables import _console, show
     console = _console()
     console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
                        style="bold"), soft_wrap=True)
@@ -475,7 +475,7 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
         worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
         table.add_row(c.name, str(c.shape), _float(c.max_abs), _float(c.max_rel), worst,
                       Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"))
-    console.print(table)
+    show(console, table)
 
 
 def _print_asserts(result) -> None:
@@ -483,11 +483,11 @@ def _print_asserts(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console
+    from ..present.tables import _console, show
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
     for col in ("line", "result", "message"):
         table.add_column(col)
     for c in result.checks:
         table.add_row(str(c.line), Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
                       c.message or "")
-    _console().print(table)
+    show(_console(), table)

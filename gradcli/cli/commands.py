@@ -159,7 +159,8 @@ def guard(opts, body) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (``| head``): nothing more can be said there
-        raise
+        from .fast import PipeClosed
+        raise PipeClosed() from None
     except Exception as exc:  # a bug in gradcli: say so, without a traceback
         if opts.debug:
             raise

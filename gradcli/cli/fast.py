@@ -119,10 +119,28 @@ def main(argv=None) -> int:
             return rc
         from .typer_app import typer_main
         return typer_main(argv)
-    except BrokenPipeError:
-        # The reader closed the pipe (``gradcli ops --json | head -c 1``): end quietly, with the
-        # status of a process that SIGPIPE ended, as ``yes | head`` does. Output still buffered
-        # goes to /dev/null, so that the flush at exit does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    except (BrokenPipeError, PipeClosed):
+        return pipe_closed()
+
+
+class PipeClosed(Exception):
+    """The reader of stdout went away. Not an OSError, so that click (the typer path) does not
+    turn it into its own ``exit 1``."""
+
+
+def pipe_closed() -> int:
+    """The reader closed the pipe (``gradcli ops --json | head -c 1``): end quietly, with the
+    status of a process that SIGPIPE ended (128 + 13), as ``yes | head`` does, so that a
+    ``set -o pipefail`` script sees the same thing as with any other producer, and never 1 (a
+    failed check). Output still buffered goes to /dev/null, so that the flush at exit does not
+    fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    return PIPE_STATUS
+
+
+PIPE_STATUS = 141

@@ -70,6 +70,12 @@ def typer_main(argv: list[str]) -> int:
         return rc if isinstance(rc, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:  # click's own closed-pipe handling ends in sys.exit(1)
+        from typer._click.utils import PacifyFlushWrapper
+        if isinstance(sys.stdout, PacifyFlushWrapper):
+            from .fast import pipe_closed
+            return pipe_closed()
+        raise
     except typer.Abort:
         print("aborted", file=sys.stderr)
         return 130

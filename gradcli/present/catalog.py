@@ -18,7 +18,7 @@ def run_ops(json_output: bool = False) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from .tables import _console
+    from .tables import _console, show
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title=f"{len(data)} functions", title_justify="left")
     table.add_column("signature", style="bold", overflow="fold")
     table.add_column("method / operator", overflow="fold")
@@ -34,5 +34,6 @@ def run_ops(json_output: bool = False) -> int:
         for k, (grad_fn, formulas_by_input) in enumerate(r["derivatives"].items()):
             formula = "\n".join(f"{i}: {v}" for i, v in formulas_by_input.items()) or "-"
             table.add_row(r["signature"] if k == 0 else "", forms if k == 0 else "", grad_fn, formula)
-    _console().print(table)
+    console = _console()
+    show(console, table)
     return 0

@@ -160,13 +160,52 @@ def error_text(err: GradcliError, source: str | None) -> str:
 # -- the table ------------------------------------------------------------------------------
 
 def _console(file=None):
+    """A rich console for ``file`` (stdout): colour and width as rich decides them on a terminal
+    (``NO_COLOR``, ``FORCE_COLOR``, ``TERM=dumb`` honoured), and on a pipe :func:`width` columns
+    without colour. A closed pipe raises BrokenPipeError (rich's own handler exits 1, the code of
+    a failed check), which the entry point turns into a quiet exit 141."""
     from rich.console import Console
     file = file or sys.stdout
     is_tty = hasattr(file, "isatty") and file.isatty()
-    width = None if is_tty else int(os.environ.get("COLUMNS", "160") or 160)
-    return Console(file=file, width=width, no_color=bool(os.environ.get("NO_COLOR")) or not is_tty,
-                   color_system="auto" if is_tty and not os.environ.get("NO_COLOR") else None,
-                   highlight=False, soft_wrap=False)
+    force = bool(os.environ.get("FORCE_COLOR"))
+    console = Console(file=file, width=width(file), highlight=False, soft_wrap=False,
+                      force_terminal=True if force else None,
+                      no_color=bool(os.environ.get("NO_COLOR")) or not (is_tty or force))
+    console.on_broken_pipe = _broken_pipe
+    return console
+
+
+def show(console, *renderables, **kwargs) -> None:
+    """Print through ``console`` with no trailing spaces on any line (rich pads every cell to
+    its column's width; a pipe, a diff or a log should not carry that padding)."""
+    with console.capture() as capture:
+        console.print(*renderables, **kwargs)
+    console.file.write(strip_trailing(capture.get()))
+
+
+def strip_trailing(text: str) -> str:
+    """``text`` with the spaces before each line's end removed, colour codes kept."""
+    import re
+    return re.sub(r"[ ]+((?:\x1b\[[0-9;]*m)*)(?=\n|$)", r"\1", text)
+
+
+def _broken_pipe():
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+def width(file=None) -> int:
+    """Columns to fit: the terminal's width on a terminal, else ``COLUMNS`` or 80. ``COLUMNS``
+    that is not a positive integer (``abc``, ``0``) is ignored, as rich and most tools do."""
+    file = file or sys.stdout
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and 0 < int(env) <= 10_000:
+        return int(env)
+    if hasattr(file, "isatty") and file.isatty():
+        try:
+            return os.get_terminal_size(file.fileno()).columns or 80
+        except (OSError, ValueError, AttributeError):
+            pass
+    return 80
 
 
 _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""), ("is_leaf", ""),
@@ -197,7 +236,7 @@ def print_table(result, file=None, title: str | None = None) -> None:
         table.add_row(*(Text(c) for c in r))
     wide = console.options.update_width(1 << 20)
     if not data or Measurement.get(console, wide, table).maximum <= console.width:
-        console.print(table)
+        show(console, table)
     else:
         for r in data:
             card = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False,
@@ -206,7 +245,7 @@ def print_table(result, file=None, title: str | None = None) -> None:
             card.add_column("value", overflow="fold")
             for (col, style), cell in zip(_COLUMNS[1:], r[1:]):
                 card.add_row(col, Text(cell, style=style or ""))
-            console.print(card)
+            show(console, card)
     if result.checks:
         checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
         for col in ("line", "result", "message"):
@@ -214,7 +253,7 @@ def print_table(result, file=None, title: str | None = None) -> None:
         for c in result.checks:
             checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
                            Text("FAIL", style="bold red"), c.message or "")
-        console.print(checks)
+        show(console, checks)
 
 
 def print_notes(result, file=None) -> None:

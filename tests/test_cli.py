@@ -137,12 +137,17 @@ def test_exit_codes(capsys, program, code, kind):
         assert doc["error"] is None
 
 
-def test_failed_assert_still_runs_the_rest(capsys):
-    code, out, err = run(capsys, "eval", "assert False, 'first'\nprint('after')\nassert True", "--json")
+def test_failed_assert_stops_the_program_as_python_does(capsys):
+    """SPEC §1: exit 1, and the caret format of every other error; the JSON error has kind
+    "check" with the assert's position, so ``jq -e '.error == null'`` fails the run."""
+    code, out, err = run(capsys, "eval", "print('before')\nassert False, 'first'\nprint('after')\nassert True",
+                         "--json")
     doc = json.loads(out)
-    assert code == 1 and doc["printed"] == ["after"]
-    assert [c["passed"] for c in doc["checks"]] == [False, True]
-    assert "check failed at line 1: first" in err
+    assert code == 1 and doc["printed"] == ["before"]
+    assert doc["checks"] == [{"line": 2, "passed": False, "message": "first"}]
+    assert doc["error"] == {"kind": "check", "message": "assertion failed: first", "line": 2, "column": 1}
+    assert err == ("error: assertion failed: first\n  --> line 2, column 1\n"
+                   "   | assert False, 'first'\n   | ^\n")
 
 
 def test_error_message_has_line_column_and_caret(capsys):

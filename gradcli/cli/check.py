@@ -53,13 +53,16 @@ MAX_EVALUATIONS = 200_000
 
 
 class LeafCheck:
-    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines")
+    __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines",
+                 "calls", "why")
 
     def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol):
         import numpy as np
         self.name, self.shape, self.dtype = name, shape, dtype
         self.analytic, self.numeric = analytic, numeric
         self.lines = None  # the lines of the backward() calls checked (explicit mode)
+        self.calls = []    # their (line, column), first first
+        self.why = None    # a known reason finite differences disagree (see explain.py)
         a, n = analytic.reshape(-1), numeric.reshape(-1)
         with np.errstate(all="ignore"):
             diff = np.abs(a - n)
@@ -107,10 +110,10 @@ class BackwardCall:
     """One ``backward`` call of the program: its line, the value whose gradient it accumulates
     (``sum(root * gradient)`` over its roots, at the call), and the leaves ``inputs=`` limits it to."""
 
-    __slots__ = ("line", "value", "inputs")
+    __slots__ = ("line", "value", "inputs", "column")
 
-    def __init__(self, line, value, inputs):
-        self.line, self.value, self.inputs = line, value, inputs
+    def __init__(self, line, value, inputs, column=None):
+        self.line, self.value, self.inputs, self.column = line, value, inputs, column
 
 
 class LeafState:
@@ -217,7 +220,8 @@ class Checker(Tracer):
         inputs = a.get("inputs")
         if inputs is not None:
             inputs = {id(t) for t in (inputs if isinstance(inputs, (list, tuple)) else [inputs])}
-        return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs)
+        return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs,
+                            getattr(node, "column", None) or 1)
 
     def _grads(self):
         return [None if t._grad is None else _host(t._grad) for _, t in self.leaves]
@@ -280,10 +284,18 @@ def _nudge(t, flat_index: int, delta: float) -> None:
 class Plan:
     """What the checks measure, decided by the first run."""
 
-    __slots__ = ("explicit", "description", "counted")
+    __slots__ = ("explicit", "description", "counted", "where", "source")
 
-    def __init__(self, explicit, description, counted):
+    def __init__(self, explicit, description, counted, where=(None, None), source=None):
         self.explicit, self.description, self.counted = explicit, description, counted
+        self.where = where    # (line, column) of the value differentiated (implicit mode)
+        self.source = source  # the program's text, for the caret under that position
+
+    def position(self, check):
+        """Where a failed leaf's gradient comes from: its first backward() call, or the value."""
+        if self.explicit and check.calls:
+            return check.calls[0]
+        return self.where
 
     def value(self, checker, number: int) -> float:
         """The function whose gradient with respect to leaf ``number`` is checked, in a run."""
@@ -307,14 +319,14 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
             if partial is not None and partial.printed:
                 print("\n".join(partial.printed))
         return report_json(opts, result, err, {"gradcheck": []})
-    failed_asserts = any(not c.passed for c in result.checks)
+    failure = _failure(checks, plan, result)
     if opts.json:
         extra = {"gradcheck": [c.record() for c in checks],
                  "gradcheck_of": plan.description,
                  "tolerances": {"eps": eps, "atol": atol, "rtol": rtol}}
         if notes:
             result.note = "; ".join(([result.note] if result.note else []) + notes)
-        print(render.json_document(result, device=opts.device, dtype=opts.dtype, extra=extra))
+        print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=failure, extra=extra))
     else:
         if result.printed:
             print("\n".join(result.printed))
@@ -324,12 +336,26 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         for note in notes:
             print(f"note: {note}")
     sys.stdout.flush()
-    for c in checks:
-        if not c.passed:
-            print(f"check failed: the gradient of {c.name} differs from finite differences "
-                  f"(max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)})", file=sys.stderr)
-    render.print_failed_checks(result)
-    return 1 if failed_asserts or not all(c.passed for c in checks) else 0
+    if failure is not None:
+        print(render.error_text(failure, plan.source), file=sys.stderr)
+    return 0 if failure is None else failure.exit_code
+
+
+def _failure(checks, plan, result):
+    """The JSON ``error`` (kind "check", exit 1) when a gradient differs, placed at the value
+    differentiated (or the first backward() call of the first leaf that failed); else None."""
+    from ..errors import CheckFailed
+    bad = [c for c in checks if not c.passed]
+    if not bad:
+        return None
+    first = bad[0]
+    detail = "; ".join(f"{c.name}: max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)}"
+                       + (f", {c.why}" if c.why else "") for c in bad)
+    names = ", ".join(c.name for c in bad)
+    message = (f"the gradient{'s' if len(bad) > 1 else ''} of {names} "
+               f"differ{'' if len(bad) > 1 else 's'} from finite differences ({detail})")
+    line, column = plan.position(first)
+    return CheckFailed(message, line=line, column=column)
 
 
 def _check(opts, eps, atol, rtol):
@@ -372,7 +398,7 @@ def _check(opts, eps, atol, rtol):
         lines = sorted({checker.calls[i].line for c in counted for i in c if checker.calls[i].line})
         plan = Plan(True, "the program's backward() calls" +
                     (f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})" if lines else ""),
-                    counted)
+                    counted, source=prepared.source.text)
         analytic = []
         for (name, t), state in zip(leaves, checker.states):
             g = state.snapshot if state.snapshot is not None else np.zeros(t.shape)
@@ -395,7 +421,8 @@ def _check(opts, eps, atol, rtol):
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)",
                                      line=checker.last_tensor_line, column=checker.last_tensor_column))
         plan = Plan(False, f"the last value (line {checker.last_tensor_line})" +
-                    ("" if last.numel() == 1 else ", summed"), None)
+                    ("" if last.numel() == 1 else ", summed"), None,
+                    (checker.last_tensor_line, checker.last_tensor_column), prepared.source.text)
         from ..ops.creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
@@ -447,6 +474,7 @@ def _check(opts, eps, atol, rtol):
                           numeric.reshape(t.shape), atol, rtol)
         if plan.explicit:
             check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
+            check.calls = [(checker.calls[i].line, checker.calls[i].column) for i in plan.counted[number]]
         checks.append(check)
     return result, checks, notes, plan
 

@@ -18,7 +18,7 @@ from functools import partial
 
 from ..autograd.grad_mode import no_grad, set_grad_enabled
 from ..autograd.tensor import Tensor
-from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..errors import CheckFailed, GradcliError, GradNameError, GradTypeError, LimitError
 from . import sandbox
 from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
@@ -234,6 +234,9 @@ class Evaluator:
             passed = bool(value)
         text = message if isinstance(message, str) or message is None else display(message)
         self.result.checks.append(Check(stmt.line, passed, text))
+        if not passed:  # as Python's assert: the program stops here (exit 1, kind "check")
+            raise CheckFailed("assertion failed" + (f": {text}" if text else ""), line=stmt.line,
+                              column=stmt.column)
 
     def _del(self, stmt) -> None:
         for name, node in zip(stmt.names, stmt.targets):

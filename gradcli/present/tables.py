@@ -264,8 +264,10 @@ def print_notes(result, file=None) -> None:
 
 
 def print_failed_checks(result) -> None:
-    """Failed asserts go to stderr in every output mode, so CI logs show them."""
+    """Failed asserts go to stderr in every output mode, so CI logs show them (one that stopped
+    the program is the run's error, printed with its caret instead)."""
+    err = result.error
     for c in result.checks:
-        if not c.passed:
+        if not c.passed and not (err is not None and err.kind == "check" and err.line == c.line):
             msg = f": {c.message}" if c.message else ""
             print(f"check failed at line {c.line}{msg}", file=sys.stderr)

@@ -81,7 +81,7 @@ def test_json_format(capsys):
     code, out, _ = run(capsys, "y = x * 2 - x\nsum(y)", "-g", "x=ones(2)", "--format", "json")
     assert code == 0
     assert json.loads(out) == {
-        "root": 0,
+        "root": 0, "roots": [0],
         "nodes": [{"id": 0, "name": "SumBackward0", "variable": None, "shape": []},
                   {"id": 1, "name": "SubBackward0", "variable": "y", "shape": [2]},
                   {"id": 2, "name": "MulBackward0", "variable": None, "shape": [2]},
@@ -89,7 +89,7 @@ def test_json_format(capsys):
         "edges": [{"from": 0, "to": 1, "input": 0}, {"from": 1, "to": 2, "input": 0},
                   {"from": 1, "to": 3, "input": 1}, {"from": 2, "to": 3, "input": 0}],
     }
-    assert out.count("\n") == 15  # one line per node and per edge, and the frame
+    assert out.count("\n") == 16  # one line per node and per edge, and the frame
 
 
 def test_json_document(capsys):
@@ -109,10 +109,11 @@ def test_json_document(capsys):
 # -- what is drawn -----------------------------------------------------------------------------
 
 def test_every_name_the_program_bound(capsys):
-    # y is bound twice: both nodes carry the name; the last value here is unnamed
+    # y is bound twice: both nodes carry the name, the second told apart as y'; the last value
+    # here is unnamed
     code, out, _ = run(capsys, "y = x + 2\ny = y.mean()\ny * 3", "-g", "x=ones(2)")
     assert code == 0
-    assert out == ("#0 MulBackward0 []\n└── #1 MeanBackward0 y []\n    └── #2 AddBackward0 y [2]\n"
+    assert out == ("#0 MulBackward0 []\n└── #1 MeanBackward0 y' []\n    └── #2 AddBackward0 y [2]\n"
                    "        └── #3 AccumulateGrad x [2]\n")
 
 
@@ -125,8 +126,9 @@ def test_the_last_value_skips_prints_asserts_and_backward_calls(capsys):
 def test_a_leaf_and_a_value_without_graph(capsys):
     code, out, _ = run(capsys, "x", "-g", "x=ones(2)")
     assert code == 0 and out == "#0 AccumulateGrad x [2]\n"
-    code, out, _ = run(capsys, "x * 2", "-l", "x=ones(2)")
-    assert code == 0 and out == "(no graph: the last value does not require grad)\n"
+    code, out, err = run(capsys, "x * 2", "-l", "x=ones(2)")  # no graph: exit 2, nothing on stdout
+    assert code == 2 and out == ""
+    assert err.startswith("error: no value of the program requires grad, so there is no backward graph to draw")
 
 
 def test_none_inputs_are_not_drawn(capsys):
@@ -145,7 +147,7 @@ def test_a_failed_assert_stops_the_program_exit_1(capsys):
 
 @pytest.mark.parametrize("args, code, text", [
     (["x", "-g", "x=ones(1)", "--format", "png"], 2, "--format must be one of tree, dot, mermaid, json"),
-    (["x", "-g", "x=ones(1)", "-o", "graph.txt"], 2, "-o writes .dot, .svg, .png, .mmd or .json files"),
+    (["x", "-g", "x=ones(1)", "-o", "graph.xyz"], 2, "-o cannot tell a format from 'graph.xyz'"),
     (["x", "-g", "x=ones(1)", "-o", "g.dot", "--format", "mermaid"], 2, "--format mermaid does not match -o g.dot"),
     (["print(1)"], 2, "the program computes no tensor"),
     (["undefined + 1"], 2, "name 'undefined' is not defined"),
@@ -216,14 +218,16 @@ def test_ten_thousand_nodes_in_a_deep_chain(capsys):
     lines = out.splitlines()
     assert len(lines) == 10_002  # sum, 5000 * (add, mul), the leaf
     assert max(len(line) for line in lines) < 200  # indentation stops growing
-    assert lines[25] == " " * 96 + "└─ #25 AddBackward0 y [2]  [depth 25]"
+    assert lines[25] == " " * 96 + "└─ #25 AddBackward0 y'4987 [2]  [depth 25]"
     assert lines[-1] == " " * 96 + "└─ #10001 AccumulateGrad x [2]  [depth 10001]"
     code, out, _ = run(capsys, program, "-g", "x=ones(2)", "--format", "dot")
     assert code == 0 and out.count(" -> ") == 10_001
     code, out, _ = run(capsys, program, "-g", "x=ones(2)", "--format", "json")
     graph = json.loads(out)
     assert len(graph["nodes"]) == 10_002 and len(graph["edges"]) == 10_001
-    assert sum(n["variable"] == "y" for n in graph["nodes"]) == 5000  # each `y = ...` binding
+    ys = [n["variable"] for n in graph["nodes"] if (n["variable"] or "").startswith("y")]
+    assert len(ys) == len(set(ys)) == 5000  # each `y = ...` binding, each told apart
+    assert {"y", "y'", "y''", "y'" "''", "y'4", "y'4999"} <= set(ys)
 
 
 def test_ten_thousand_shared_nodes(capsys):

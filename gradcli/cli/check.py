@@ -146,6 +146,7 @@ class Checker(Tracer):
         self._line = None
 
     def before_statement(self, stmt):
+        super().before_statement(stmt)
         self._line = stmt.line
 
     def on_bind(self, name, value):
@@ -284,12 +285,16 @@ def _nudge(t, flat_index: int, delta: float) -> None:
 class Plan:
     """What the checks measure, decided by the first run."""
 
-    __slots__ = ("explicit", "description", "counted", "where", "source")
+    __slots__ = ("explicit", "description", "counted", "where", "source", "of")
 
-    def __init__(self, explicit, description, counted, where=(None, None), source=None):
-        self.explicit, self.description, self.counted = explicit, description, counted
+    def __init__(self, explicit, description, counted, where=(None, None), source=None, of=None):
+        self.explicit, self.description, self.counted, self.of = explicit, description, counted, of
         self.where = where    # (line, column) of the value differentiated (implicit mode)
         self.source = source  # the program's text, for the caret under that position
+
+    def value_tensor(self, checker):
+        """The tensor differentiated in a run (implicit mode)."""
+        return checker.values.get(self.of) if self.of else checker.last_tensor
 
     def position(self, check):
         """Where a failed leaf's gradient comes from: its first backward() call, or the value."""
@@ -303,15 +308,15 @@ class Plan:
         if self.explicit:
             calls = checker.calls
             return float(sum(calls[i].value for i in self.counted[number]))
-        last = checker.last_tensor
+        last = checker.values.get(self.of) if self.of else checker.last_tensor
         return float(np.sum(np.asarray(last._backend.to_host(last._data), dtype=np.float64)))
 
 
-def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> int:
+def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, wrt=()) -> int:
     from ..present import tables as render
     result = None
     try:
-        result, checks, notes, plan = _check(opts, eps, atol, rtol)
+        result, checks, notes, plan = _check(opts, eps, atol, rtol, wrt)
     except GradcliError as err:
         from .graph import report_json
         if not opts.json:
@@ -358,7 +363,7 @@ def _failure(checks, plan, result):
     return CheckFailed(message, line=line, column=column)
 
 
-def _check(opts, eps, atol, rtol):
+def _check(opts, eps, atol, rtol, wrt=()):
     import math
 
     import numpy as np
@@ -388,7 +393,8 @@ def _check(opts, eps, atol, rtol):
         raise fail(GradTypeError("no leaf requires grad: declare one with -g, e.g. -g 'x=rand(3)', or create it "
                                  "with requires_grad=True and bind it to a name"))
     notes = []
-    if checker.calls:  # the program runs backward itself: check what its calls accumulated
+    unwanted = _unwanted(leaves, wrt)
+    if checker.calls and not opts.of:  # the program runs backward itself: check what its calls accumulated
         odd = next((c for c in checker.calls if c.value is None), None)
         if odd is not None:
             raise fail(GradTypeError("check cannot tell which value this backward() call differentiates "
@@ -405,29 +411,35 @@ def _check(opts, eps, atol, rtol):
             if state.baseline is not None:
                 g = g - state.baseline
             analytic.append(np.asarray(g, dtype=np.float64))
-        skipped = {number for number, c in enumerate(counted) if not c}
+        skipped = {number for number, c in enumerate(counted) if not c and number not in unwanted}
         if skipped:
             names = [leaves[number][0] for number in sorted(skipped)]
             notes.append(f"not checked: {', '.join(names)} (no backward() call accumulates into "
                          f"{'their' if len(names) > 1 else 'its'} .grad)")
     else:
-        last = checker.last_tensor
+        last, line, column = checker.last_tensor, checker.last_tensor_line, checker.last_tensor_column
+        what = f"the last value (line {line})"
+        if opts.of:
+            last = checker.named(opts.of, "--of")
+            line, column = checker.where.get(opts.of, (None, None))
+            what = f"{opts.of} (line {line})"
+            for _, t in leaves:  # the program's own backward() calls do not count here
+                t._grad = None
         if last is None:
             raise fail(GradTypeError("the program computes no tensor to check",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
         if not last.requires_grad:
-            raise fail(GradTypeError(f"the last value (line {checker.last_tensor_line}) does not require grad: it "
+            raise fail(GradTypeError(f"{what} does not require grad: it "
                                      "does not depend on any leaf that requires grad, or was computed under no_grad",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)",
-                                     line=checker.last_tensor_line, column=checker.last_tensor_column))
-        plan = Plan(False, f"the last value (line {checker.last_tensor_line})" +
-                    ("" if last.numel() == 1 else ", summed"), None,
-                    (checker.last_tensor_line, checker.last_tensor_column), prepared.source.text)
+                                     line=line, column=column))
+        plan = Plan(False, what + ("" if last.numel() == 1 else ", summed"), None, (line, column),
+                    prepared.source.text, opts.of)
         from ..ops.creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
         except GradcliError as err:
-            err.at(checker.last_tensor_line, checker.last_tensor_column)
+            err.at(line, column)
             if "second time" in err.message:
                 err.hint = ("check differentiates the last value; the program's own grad() call freed its "
                             "graph: pass retain_graph=True to it")
@@ -437,6 +449,7 @@ def _check(opts, eps, atol, rtol):
         analytic = [np.zeros(t.shape) if t.grad is None else
                     np.asarray(t._backend.to_host(t.grad._data), dtype=np.float64) for _, t in leaves]
         skipped = set()
+    skipped |= unwanted
     narrow = sorted({name for name, t in leaves if t.dtype.name != "float64"})
     if narrow:
         notes.append(f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} not float64: finite differences "
@@ -457,7 +470,7 @@ def _check(opts, eps, atol, rtol):
             err.message = f"while moving element {index} of {leaves[number][0]} by {delta:+g}: {err.message}"
             raise fail(err)
         if len(run.leaves) <= number or len(run.calls) != len(checker.calls) or \
-                (not plan.explicit and run.last_tensor is None):
+                (not plan.explicit and plan.value_tensor(run) is None):
             raise fail(GradTypeError(f"moving element {index} of {leaves[number][0]} by {delta:+g} changed what "
                                      "the program computes, so finite differences cannot be taken"))
         return plan.value(run, number)
@@ -477,6 +490,18 @@ def _check(opts, eps, atol, rtol):
             check.calls = [(checker.calls[i].line, checker.calls[i].column) for i in plan.counted[number]]
         checks.append(check)
     return result, checks, notes, plan
+
+
+def _unwanted(leaves, wrt) -> set:
+    """The numbers of the leaves ``--wrt`` leaves out (none without it); an unknown name is bad input."""
+    if not wrt:
+        return set()
+    base = [name.split(" (")[0] for name, _ in leaves]
+    missing = [w for w in wrt if w not in base]
+    if missing:
+        raise UsageError(f"--wrt {missing[0]}: {missing[0]} is not a leaf that requires grad",
+                         hint=f"the leaves check can check: {', '.join(dict.fromkeys(base))}")
+    return {number for number, name in enumerate(base) if name not in wrt}
 
 
 def _distinct_names(leaves, lines):

@@ -61,7 +61,8 @@ OPTIONS = _opts(
     Opt("grad", ("-g", "--grad"), multiple=True, metavar="NAME=INIT",
         help="Declare a leaf that requires grad, e.g. -g 'w=rand(3)'."),
     Opt("device", ("--device",), default="cpu", metavar="DEVICE", envvar="GRADCLI_DEVICE", help="cpu, cuda or cuda:N."),
-    Opt("dtype", ("--dtype",), default="float32", metavar="DTYPE", help="Default float dtype: float32 or float64."),
+    Opt("dtype", ("--dtype",), metavar="DTYPE",
+        help="Default float dtype: float32 or float64 (default float32; check: float64)."),
     Opt("seed", ("--seed",), int, metavar="N", help="Seed for rand/randn."),
     Opt("json_", ("--json",), bool, False, help="Print one JSON document on stdout."),
     Opt("no_backward", ("--no-backward",), bool, False, help="Do not run backward automatically."),
@@ -81,11 +82,18 @@ OPTIONS = _opts(
     Opt("format", ("--format",), default="tree", metavar="FORMAT", help="tree, dot, mermaid or json."),
     Opt("output", ("-o", "--output"), metavar="FILE",
         help="Write to FILE: .dot, .mmd, .json, or .svg/.png through Graphviz's dot."),
+    Opt("root", ("--root",), multiple=True, metavar="NAME",
+        help="Draw the graph of variable NAME (repeatable); default: the last value that requires grad."),
+    Opt("of", ("--of",), metavar="NAME",
+        help="Differentiate variable NAME instead of the last value."),
+    Opt("wrt", ("--wrt",), multiple=True, metavar="NAME", help="Check only leaf NAME (repeatable)."),
+    Opt("wide", ("--wide", "--full"), bool, False,
+        help="One table with every column, however wide (default: the columns that fit, details below)."),
     Opt("show_saved", ("--show-saved", "--saved"), bool, False,
         help="Show the shapes of the values each node saved for backward."),
 )
 
-_PROGRAM = ("source", "file", "leaf", "grad", "device")
+_PROGRAM = ("source", "file", "leaf", "grad", "device", "dtype", "seed", "no_backward", "precision")
 _LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "detect_anomaly", "debug")
 
 COMMANDS = {
@@ -93,20 +101,20 @@ COMMANDS = {
         "eval_command",
         "Evaluate a program, run backward, and print every variable's data, grad, grad_fn and "
         "next_functions." + EXAMPLES,
-        _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision") + _LIMITS),
+        _PROGRAM + ("of", "wide", "json_") + _LIMITS),
     "check": Command(
         "check_command",
         "Compare each leaf's analytic gradient of the last value (summed), or what the program's own "
         "backward() calls put in .grad, with central finite differences (in float64). Exit 0 when all "
         "agree, 1 otherwise.\n\n\b\nExample:\n"
         "  gradcli check 'sum(sin(x) * x)' -g 'x=rand(3)'",
-        _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision") + _LIMITS),
+        _PROGRAM + ("of", "wrt", "eps", "atol", "rtol", "json_") + _LIMITS),
     "graph": Command(
         "graph_command",
         "Draw the backward graph of the last value: a tree (default), DOT, Mermaid or JSON; -o writes "
         ".dot/.svg/.png.\n\n\b\nExample:\n"
         "  gradcli graph 'mean(x * w + 2)' -l 'x=ones(2,2)' -g 'w=rand(2,2)' --format dot",
-        _PROGRAM + ("dtype", "seed", "format", "output", "show_saved", "json_") + _LIMITS),
+        _PROGRAM + ("root", "format", "output", "show_saved", "json_") + _LIMITS),
     "ops": Command(
         "ops_command",
         "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
@@ -121,17 +129,18 @@ def run(name: str, kwargs: dict) -> int:
 
 # -- shared plumbing -----------------------------------------------------------------------------
 
-def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
+def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype=None, seed=None,
             json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
-            max_program_size=None, max_statements=None, detect_anomaly=False):
+            max_program_size=None, max_statements=None, detect_anomaly=False, of=None, wide=False):
     from .session import Options
+    dtype = dtype or "float32"
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
     return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
                    device=device, dtype=dtype, seed=seed, no_backward=no_backward, precision=precision,
                    max_elements=max_elements, timeout=timeout, json=json_, debug=debug,
                    max_program_size=max_program_size, max_statements=max_statements,
-                   detect_anomaly=detect_anomaly)
+                   detect_anomaly=detect_anomaly, of=of, wide=wide)
 
 
 def _with_options(body, **kwargs) -> int:
@@ -237,18 +246,19 @@ def eval_command(**kwargs) -> int:
     return _with_options(body, **kwargs)
 
 
-def check_command(*, eps, atol, rtol, **kwargs) -> int:
+def check_command(*, eps, atol, rtol, wrt=None, **kwargs) -> int:
     def body(opts):
         from .check import run_check
-        return run_check(opts, eps=eps, atol=atol, rtol=rtol)
-    return _with_options(body, dtype="float64", no_backward=True, **kwargs)
+        return run_check(opts, eps=eps, atol=atol, rtol=rtol, wrt=wrt or ())
+    kwargs["dtype"] = kwargs.get("dtype") or "float64"
+    return _with_options(body, **kwargs)
 
 
-def graph_command(*, format, output, show_saved, **kwargs) -> int:
+def graph_command(*, format, output, show_saved, root=None, **kwargs) -> int:
     def body(opts):
         from .graph import run_graph
-        return run_graph(opts, fmt=format, output=output, show_saved=show_saved)
-    return _with_options(body, no_backward=True, **kwargs)
+        return run_graph(opts, fmt=format, output=output, show_saved=show_saved, roots=root)
+    return _with_options(body, **kwargs)
 
 
 def ops_command(*, json_=False) -> int:

@@ -32,22 +32,28 @@ from ..errors import DeviceError, UsageError
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")
 # -o: file extension -> the format written (None: DOT rendered by Graphviz)
-OUTPUTS = {".dot": "dot", ".gv": "dot", ".mmd": "mermaid", ".json": "json", ".svg": None, ".png": None}
+OUTPUTS = {"dot": "dot", "gv": "dot", "mmd": "mermaid", "json": "json", "txt": "tree"}
+# -o: the image and document formats Graphviz's dot writes (dot -T...), by file extension
+GRAPHVIZ_FORMATS = frozenset({"svg", "svgz", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "bmp", "tif",
+                              "tiff", "webp", "ico", "pic", "vml", "xdot", "plain", "canon", "imap",
+                              "cmapx", "fig", "vrml", "wbmp"})
 GRAPHVIZ_HINT = ("install Graphviz, which provides 'dot' (Debian/Ubuntu: the package graphviz, "
                  "sudo apt-get install graphviz; macOS: brew install graphviz), "
                  "or write DOT text with -o graph.dot")
 
 
 class GraphNode:
-    __slots__ = ("id", "node", "name", "variable", "shape", "saved", "edges")
+    __slots__ = ("id", "node", "name", "variable", "shape", "saved", "edges", "root")
 
     def __init__(self, id, node, name, variable, shape, saved):
         self.id, self.node, self.name, self.variable, self.shape, self.saved = id, node, name, variable, shape, saved
+        self.root = False  # one of the values drawn (--root)
         self.edges: list[tuple[int, int]] = []   # (child id, input index), in next_functions order
 
 
 def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
-    """All nodes reachable from ``root`` (a grad_fn), numbered in breadth-first order.
+    """All nodes reachable from ``root`` (a grad_fn, or a list of them: the roots are then nodes
+    0, 1, ...), numbered in breadth-first order.
 
     ``name_of(obj)`` gives the variable name bound to a node, or to a leaf tensor."""
     from ..autograd.node import AccumulateGrad
@@ -70,7 +76,8 @@ def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
             order.append(g)
         return g
 
-    visit(root)
+    for r in (root if isinstance(root, list) else [root]):
+        visit(r).root = True
     i = 0
     while i < len(order):  # breadth-first over a growing list: iterative
         g = order[i]
@@ -120,7 +127,7 @@ def tree_rows(nodes: list[GraphNode]):
         return
     shown = set()
     # stack entries: (node id, prefix of this line, prefix of its children's lines, depth)
-    stack = [(0, "", "", 0)]
+    stack = [(g.id, "", "", 0) for g in reversed(nodes) if g.root] or [(0, "", "", 0)]
     while stack:
         nid, head, rest, depth = stack.pop()
         if nid in shown:
@@ -193,7 +200,7 @@ def to_dot(nodes: list[GraphNode], show_saved: bool = False) -> str:
     out = ["digraph gradcli {", '  rankdir="TB";',
            '  node [shape=box, style="rounded,filled", fontname="monospace"];']
     for g in nodes:
-        fill = "lightblue" if g.name == "AccumulateGrad" else "lightgray" if g.id == 0 else "white"
+        fill = "lightblue" if g.name == "AccumulateGrad" else "lightgray" if g.root else "white"
         text = "\\n".join(_dot_string(p) for p in label_parts(g, show_saved))
         out.append(f'  n{g.id} [label="{text}", fillcolor="{fill}"];')
     for g in nodes:
@@ -219,6 +226,7 @@ def to_mermaid(nodes: list[GraphNode], show_saved: bool = False) -> str:
 def to_json(nodes: list[GraphNode], show_saved: bool = False) -> dict:
     return {
         "root": 0 if nodes else None,
+        "roots": [g.id for g in nodes if g.root],
         "nodes": [{"id": g.id, "name": g.name, "variable": g.variable, "shape": g.shape,
                    **({"saved": g.saved} if show_saved else {})} for g in nodes],
         "edges": [{"from": g.id, "to": child, "input": k} for g in nodes for child, k in g.edges],

@@ -342,7 +342,7 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, w
             print(f"note: {note}")
     sys.stdout.flush()
     if failure is not None:
-        print(render.error_text(failure, plan.source), file=sys.stderr)
+        render.print_error(failure, plan.source)
     return 0 if failure is None else failure.exit_code
 
 
@@ -517,18 +517,21 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console, show
+    from ..present.tables import _console, fit_print, show
     console = _console()
     console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
                        style="bold"), soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
-    for col in ("leaf", "shape", "max abs error", "max rel error", "worst element: analytic vs numeric", "result"):
+    for col in ("leaf", "result", "shape", "max abs error", "max rel error", "worst: analytic vs numeric"):
         table.add_column(col, no_wrap=True)
     for c in checks:
         worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
-        table.add_row(c.name, str(c.shape), _float(c.max_abs), _float(c.max_rel), worst,
-                      Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"))
-    show(console, table)
+        table.add_row(c.name, Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
+                      str(c.shape), _float(c.max_abs), _float(c.max_rel), worst)
+    fit_print(console, table)
+    for c in checks:
+        if c.why:
+            console.print(Text(f"{c.name}: {c.why}", style="yellow"), soft_wrap=False)
 
 
 def _print_asserts(result) -> None:

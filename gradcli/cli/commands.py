@@ -183,7 +183,7 @@ def report(opts, err, source_text) -> None:
     from ..present import tables as render
     if opts.json:
         print(render.json_document(None, device=opts.device, dtype=opts.dtype, error=err))
-    print(render.error_text(err, source_text), file=sys.stderr)
+    render.print_error(err, source_text)
 
 
 class _Timeout:
@@ -233,13 +233,13 @@ def eval_command(**kwargs) -> int:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
             render.print_failed_checks(result)
             if result.error is not None:
-                print(render.error_text(result.error, src.text), file=sys.stderr)
+                render.print_error(result.error, src.text)
         else:
-            render.print_table(result)
+            render.print_table(result, wide=opts.wide)
             render.print_notes(result)
             if result.error is not None:
                 sys.stdout.flush()
-                print(render.error_text(result.error, src.text), file=sys.stderr)
+                render.print_error(result.error, src.text)
         if result.error is not None:
             return result.error.exit_code
         return 1 if any(not c.passed for c in result.checks) else 0

@@ -178,5 +178,5 @@ def report_json(opts, result, err, extra: dict) -> int:
     print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=err, extra=extra))
     if result is not None:
         render.print_failed_checks(result)
-    print(render.error_text(err, getattr(err, "source_text", None)), file=sys.stderr)
+    render.print_error(err, getattr(err, "source_text", None))
     return err.exit_code

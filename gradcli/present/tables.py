@@ -157,6 +157,40 @@ def error_text(err: GradcliError, source: str | None) -> str:
     return "\n".join(lines)
 
 
+def print_error(err: GradcliError, source: str | None, file=None) -> None:
+    """:func:`error_text` on stderr. On a terminal, ``error:`` and ``hint:`` in colour (unless
+    ``NO_COLOR``; ``FORCE_COLOR`` colours a pipe too) and the message lines wrapped between
+    words at the terminal's width; in a pipe or a log the text stays as is, one line per message."""
+    file = file or sys.stderr
+    text = error_text(err, source)
+    tty = hasattr(file, "isatty") and file.isatty()
+    if tty and os.environ.get("TERM") != "dumb":
+        text = _wrap(text, width(file))
+    if (tty or os.environ.get("FORCE_COLOR")) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        text = "\n".join(_colour_label(line) for line in text.split("\n"))
+    print(text, file=file)
+
+
+def _wrap(text: str, columns: int) -> str:
+    """Wrap the ``error:``/``hint:`` lines between words; the source line and caret stay whole."""
+    import textwrap
+    out = []
+    for line in text.split("\n"):
+        if line.startswith(("error: ", "hint: ")) and len(line) > columns:
+            out.extend(textwrap.wrap(line, columns, subsequent_indent="  ", break_long_words=False,
+                                     break_on_hyphens=False))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _colour_label(line: str) -> str:
+    for label, code in (("error:", "1;31"), ("hint:", "1;36")):
+        if line.startswith(label):
+            return f"\x1b[{code}m{label}\x1b[0m{line[len(label):]}"
+    return line
+
+
 # -- the table ------------------------------------------------------------------------------
 
 def _console(file=None):
@@ -168,9 +202,10 @@ def _console(file=None):
     file = file or sys.stdout
     is_tty = hasattr(file, "isatty") and file.isatty()
     force = bool(os.environ.get("FORCE_COLOR"))
+    styled = is_tty or force
     console = Console(file=file, width=width(file), highlight=False, soft_wrap=False,
-                      force_terminal=True if force else None,
-                      no_color=bool(os.environ.get("NO_COLOR")) or not (is_tty or force))
+                      force_terminal=True if force else None, color_system="auto" if styled else None,
+                      no_color=bool(os.environ.get("NO_COLOR")))
     console.on_broken_pipe = _broken_pipe
     return console
 
@@ -186,7 +221,7 @@ def show(console, *renderables, **kwargs) -> None:
 def strip_trailing(text: str) -> str:
     """``text`` with the spaces before each line's end removed, colour codes kept."""
     import re
-    return re.sub(r"[ ]+((?:\x1b\[[0-9;]*m)*)(?=\n|$)", r"\1", text)
+    return re.sub(r"(?:[ ]|\x1b\[[0-9;]*m)+(?=\n|$)", lambda m: m.group().replace(" ", ""), text)
 
 
 def _broken_pipe():
@@ -209,7 +244,7 @@ def width(file=None) -> int:
 
 
 _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""), ("is_leaf", ""),
-            ("grad_fn", "cyan"), ("next_functions", "cyan"), ("data", ""), ("grad", "green"))
+            ("grad_fn", "cyan"), ("next_functions", "cyan"), ("data", ""), ("grad", ""))
 
 
 def _cells(t, name: str) -> list[str]:
@@ -218,42 +253,83 @@ def _cells(t, name: str) -> list[str]:
             tensor_text(t), "None" if t.grad is None else tensor_text(t.grad)]
 
 
-def print_table(result, file=None, title: str | None = None) -> None:
-    """One row per variable when it fits the terminal; otherwise one card per variable, so a
-    tensor's repr is never folded mid-number."""
+# Which columns go into the first table, in order, when not all fit: the values first.
+_PRIORITY = ("data", "grad", "grad_fn", "shape", "dtype", "requires_grad", "is_leaf", "next_functions")
+
+
+def print_table(result, file=None, title: str | None = None, wide: bool = False) -> None:
+    """The variables, fitted to the width (:func:`width`): the name and as many columns as fit
+    in a first table (values first: data, grad, grad_fn, shape...), the rest in a second table
+    below (and a third if need be), each starting with the name. A cell is never folded: a
+    column wider than the terminal on its own is printed whole. ``wide``: one table with every
+    column, however wide (``--wide``)."""
     from rich import box
-    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
     console = _console(file)
-    data = [_cells(t, name) for name, t in rows(result)]
+    data = [dict(zip((c for c, _ in _COLUMNS), _cells(t, name))) for name, t in rows(result)]
     if not data and not result.checks:
         return  # nothing to show: no empty table
-    table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
-    for col, style in _COLUMNS:
-        table.add_column(col, style=style or None, no_wrap=True)
-    for r in data:
-        table.add_row(*(Text(c) for c in r))
-    wide = console.options.update_width(1 << 20)
-    if not data or Measurement.get(console, wide, table).maximum <= console.width:
-        show(console, table)
-    else:
+
+    def table(columns, with_title=True):
+        out = Table(box=box.SIMPLE_HEAVY, title=title if with_title else None, pad_edge=False)
+        for col, style in _COLUMNS:
+            if col == "name" or col in columns:
+                out.add_column(col, style=style or None, no_wrap=True)
         for r in data:
-            card = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False,
-                         title=Text(r[0], style="bold"), title_justify="left")
-            card.add_column("field", style="dim", no_wrap=True)
-            card.add_column("value", overflow="fold")
-            for (col, style), cell in zip(_COLUMNS[1:], r[1:]):
-                card.add_row(col, Text(cell, style=style or ""))
-            show(console, card)
+            out.add_row(*(Text(r[col], style=_grad_style(r[col]) if col == "grad" else "")
+                          for col, _ in _COLUMNS if col == "name" or col in columns))
+        return out
+
+    if data:
+        groups = [list(_PRIORITY)] if wide else _pack(console, lambda cols: table(cols))
+        for k, cols in enumerate(groups):
+            fit_print(console, table(cols, k == 0))
     if result.checks:
         checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
         for col in ("line", "result", "message"):
-            checks.add_column(col)
+            checks.add_column(col, no_wrap=col != "message")
         for c in result.checks:
             checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
                            Text("FAIL", style="bold red"), c.message or "")
         show(console, checks)
+
+
+def _grad_style(text: str) -> str:
+    """A gradient in green; a ``grad`` of None dim, not green like a real one."""
+    return "dim" if text == "None" else "green"
+
+
+def _pack(console, make) -> list[list[str]]:
+    """The columns of :data:`_PRIORITY` in as few tables as fit the console's width: each column
+    goes into the first table it fits in (first fit, values first)."""
+    groups: list[list[str]] = []
+    for col in _PRIORITY:
+        for cols in groups:
+            if natural_width(console, make(cols + [col])) <= console.width:
+                cols.append(col)
+                break
+        else:
+            groups.append([col])
+    return groups
+
+
+def natural_width(console, renderable) -> int:
+    from rich.measure import Measurement
+    return Measurement.get(console, console.options.update_width(1 << 20), renderable).maximum
+
+
+def fit_print(console, table) -> None:
+    """Print ``table`` at its natural width where that is more than the console's: rich would
+    otherwise crop cells (``pa…``); a terminal then wraps the long lines whole."""
+    width = console.width
+    need = natural_width(console, table)
+    if need > width:
+        console.width = need
+    try:
+        show(console, table)
+    finally:
+        console.width = width
 
 
 def print_notes(result, file=None) -> None:

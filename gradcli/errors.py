@@ -60,6 +60,10 @@ class ShapeError(GradcliError, ValueError):
     kind, exit_code = "shape", 2
 
 
+class DimensionError(ShapeError, IndexError):
+    """A dim argument out of range ("Dimension out of range"): an IndexError, as in torch."""
+
+
 # exit 3: evaluation ----------------------------------------------------------
 class AutogradError(GradcliError, RuntimeError):
     kind, exit_code = "autograd", 3

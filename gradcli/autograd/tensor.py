@@ -300,7 +300,7 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    from ..errors import GradTypeError as _E
+    from ..errors import DimensionError as _E  # torch: IndexError; kind "shape"
     dim = int(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:

@@ -374,9 +374,10 @@ def _check(opts, eps, atol, rtol, wrt=()):
         if not (value >= 0 and math.isfinite(value)) or (flag == "--eps" and value == 0):
             raise UsageError(f"{flag} must be a {'positive' if flag == '--eps' else 'non-negative'} number, "
                              f"not {value:g}")
-    if opts.seed is None:
-        opts.seed = 0
     prepared = session.prepare(opts)
+    if opts.seed is None:  # every run sees the same random values
+        opts.seed = 0
+        session.configure(opts)
     checker, evaluator = _checking_run(track_grads=True)
     result = session.run_prepared(opts, prepared, evaluator, configure_first=False)
 

@@ -117,7 +117,8 @@ COMMANDS = {
         _PROGRAM + ("root", "format", "output", "show_saved", "json_") + _LIMITS),
     "ops": Command(
         "ops_command",
-        "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
+        "List every function: signature, arity (tensor inputs), method form or operator, the grad_fn it "
+        "creates and its derivative formula per input.\n\n\b\nExample:\n  gradcli ops --json",
         ("json_",)),
 }
 
@@ -134,6 +135,8 @@ def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype=No
             max_program_size=None, max_statements=None, detect_anomaly=False, of=None, wide=False):
     from .session import Options
     dtype = dtype or "float32"
+    if not _known_device(device):
+        _bad_device(device)
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
     return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
@@ -141,6 +144,25 @@ def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype=No
                    max_elements=max_elements, timeout=timeout, json=json_, debug=debug,
                    max_program_size=max_program_size, max_statements=max_statements,
                    detect_anomaly=detect_anomaly, of=of, wide=wide)
+
+
+def _known_device(device) -> bool:
+    """A device name gradcli knows (whether it is there is the backend's question, exit 3)."""
+    name, _, index = (device or "cpu").partition(":")
+    return (name in ("cpu", "cuda") and (not index or (index.isdigit() and name == "cuda"))) \
+        or device == "array_api_strict"  # the tests' second array namespace
+
+
+def _bad_device(device) -> None:
+    """A malformed device string is bad input (exit 2), with torch's own wording from the backend."""
+    from ..backend import get_backend
+    from ..errors import DeviceError
+    message = f"--device must be cpu, cuda or cuda:N, not {device!r}"
+    try:
+        get_backend(device)
+    except DeviceError as err:
+        message = err.message
+    raise UsageError(message, hint="--device takes cpu, cuda or cuda:N")
 
 
 def _with_options(body, **kwargs) -> int:

@@ -71,6 +71,10 @@ def parse(command, args: list[str]):
 
 def run(argv: list[str]):
     """The exit code of ``argv`` run through the fast path, or None to let typer run it."""
+    if argv in (["--version"], ["-V"]):
+        from .._version import __version__
+        print(f"gradcli {__version__}")
+        return 0
     from . import commands
     command = commands.COMMANDS.get(argv[0]) if argv else None
     if command is None:

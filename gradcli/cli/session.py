@@ -246,6 +246,8 @@ def prepare(opts: Options, stdin=None) -> Prepared:
     try:
         source = read_source(opts, stdin)
         opts.source, opts.file = source.text, None
+        if opts.seed is None:
+            opts.seed = header_seed(source.text)
         configure(opts)
         decls = parse_declarations(opts)
         program = parser.parse(source.text, filename=source.name)
@@ -254,6 +256,18 @@ def prepare(opts: Options, stdin=None) -> Prepared:
         err.source_text = source.text if source is not None and err.line is not None else None
         raise
     return Prepared(source, program, decls)
+
+
+def header_seed(text: str):
+    """The seed a ``# gradcli: --seed N`` line in the program's first five lines asks for (the
+    examples' header), else None. Only ``--seed`` is read there: a program file sets no limits,
+    devices or other options; ``--seed`` on the command line wins."""
+    import re
+    for line in text.split("\n", 5)[:5]:
+        match = re.fullmatch(r"#\s*gradcli:\s*--seed[ =](\d+)\s*", line.strip())
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def run_prepared(opts: Options, prepared: Prepared, interp, configure_first: bool = True):

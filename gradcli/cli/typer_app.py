@@ -19,11 +19,24 @@ from .commands import COMMANDS, EXAMPLES, OPTIONS
 from ..errors import UsageError
 
 app = typer.Typer(
-    add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+    add_completion=True, rich_markup_mode="rich", pretty_exceptions_enable=False,
     no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
     help="See and check automatic differentiation from a terminal: PyTorch's autograd, "
          "as tables, JSON and graphs." + EXAMPLES.replace("\n\n", "\n\n\b\n", 1),
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+        print(f"gradcli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Optional[bool] = typer.Option(None, "--version", "-V", callback=_version, is_eager=True,
+                                                 help="Print gradcli's version and exit.")) -> None:
+    """See and check automatic differentiation from a terminal."""
 
 
 def _parameter(opt) -> inspect.Parameter:

@@ -224,8 +224,18 @@ def test_wheel_in_fresh_venv_finds_the_grammar(tmp_path):
     import zipfile
     assert "gradcli/grammar/gradcli.lark" in zipfile.ZipFile(wheel).namelist()
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    # The dependencies (lark, numpy, rich, typer) are the ones this interpreter has, wherever they
+    # are: a venv's system_site_packages would point at the base interpreter's, which lacks them
+    # when the tests themselves run inside a virtual environment (as .ci/run does). A .pth file
+    # appends this interpreter's site directories after the new venv's own, so that the wheel's
+    # gradcli, not a checkout or an editable install, is the one imported.
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    import site
+    outer = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if os.path.isdir(p)]
+    Path(purelib, "outer_site_packages.pth").write_text("\n".join(outer) + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=600)
     proc = subprocess.run([str(env_dir / "bin" / "gradcli"), *SEED, "--json"], capture_output=True, text=True,
                           cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},

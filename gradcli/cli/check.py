@@ -87,6 +87,8 @@ class LeafCheck:
                   "max_rel_error": _num(self.max_rel), "passed": self.passed, "worst": worst}
         if self.lines is not None:
             record["backward_lines"] = self.lines
+        if self.why:
+            record["why"] = self.why
         return record
 
 
@@ -133,8 +135,9 @@ class Checker(Tracer):
     (``perturb = (leaf number, flat index, delta)``) at that moment, and records the program's
     backward calls; with ``track_grads`` also each leaf's ``.grad`` around them."""
 
-    def __init__(self, perturb=None, track_grads=False):
+    def __init__(self, perturb=None, track_grads=False, situations=None):
         super().__init__()
+        self.situations = situations  # an explain.Situations (the main run only)
         self.perturb = perturb
         self.track_grads = track_grads
         self.leaves: list[tuple[str, Tensor]] = []
@@ -168,6 +171,8 @@ class Checker(Tracer):
             _nudge(t, self.perturb[1], self.perturb[2])
 
     def on_call(self, fn, args, kwargs, node, call_next):
+        if self.situations is not None:
+            self.situations.on_call(fn, args, kwargs, getattr(node, "line", None) or self._line)
         if fn is TENSOR_METHODS["requires_grad_"]:
             out = call_next(fn, args, kwargs, node)
             t = args[0] if args else None
@@ -238,9 +243,9 @@ class Checker(Tracer):
             state.snapshot = g
 
 
-def _checking_run(perturb=None, track_grads=False):
+def _checking_run(perturb=None, track_grads=False, situations=None):
     """A :class:`Checker` and the evaluator it watches."""
-    checker = Checker(perturb, track_grads)
+    checker = Checker(perturb, track_grads, situations)
     return checker, Evaluator(auto_backward=False, observers=[checker])
 
 
@@ -378,7 +383,11 @@ def _check(opts, eps, atol, rtol, wrt=()):
     if opts.seed is None:  # every run sees the same random values
         opts.seed = 0
         session.configure(opts)
-    checker, evaluator = _checking_run(track_grads=True)
+    from .explain import Situations
+    situations = Situations(eps)
+    if ".data" in prepared.source.text:
+        situations.on_data(_first_line(prepared.source.text, ".data"))
+    checker, evaluator = _checking_run(track_grads=True, situations=situations)
     result = session.run_prepared(opts, prepared, evaluator, configure_first=False)
 
     def fail(err):
@@ -477,6 +486,7 @@ def _check(opts, eps, atol, rtol, wrt=()):
         return plan.value(run, number)
 
     checks = []
+    checker.situations = None
     for number, name, t in checked:
         numeric = np.empty(t.numel(), dtype=np.float64)
         for i in range(t.numel()):
@@ -486,11 +496,20 @@ def _check(opts, eps, atol, rtol, wrt=()):
         shape = list(t.shape)
         check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
                           numeric.reshape(t.shape), atol, rtol)
+        if not check.passed and situations.found:
+            check.why = "; ".join(situations.found)
         if plan.explicit:
             check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
             check.calls = [(checker.calls[i].line, checker.calls[i].column) for i in plan.counted[number]]
         checks.append(check)
     return result, checks, notes, plan
+
+
+def _first_line(text: str, needle: str):
+    for number, line in enumerate(text.split("\n"), 1):
+        if needle in line.split("#")[0]:
+            return number
+    return None
 
 
 def _unwanted(leaves, wrt) -> set:
@@ -518,21 +537,29 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console, fit_print, show
+    from ..present.tables import _console, fit_print, natural_width, show
     console = _console()
     console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
                        style="bold"), soft_wrap=True)
-    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
-    for col in ("leaf", "result", "shape", "max abs error", "max rel error", "worst: analytic vs numeric"):
-        table.add_column(col, no_wrap=True)
-    for c in checks:
-        worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
-        table.add_row(c.name, Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
-                      str(c.shape), _float(c.max_abs), _float(c.max_rel), worst)
-    fit_print(console, table)
-    for c in checks:
-        if c.why:
-            console.print(Text(f"{c.name}: {c.why}", style="yellow"), soft_wrap=False)
+    def table(why: bool):
+        out = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
+        for col in ("leaf", "result", "shape", "max abs error", "max rel error", "worst: analytic vs numeric"):
+            out.add_column(col, no_wrap=True)
+        if why:
+            out.add_column("why", style="yellow", min_width=20)
+        for c in checks:
+            worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
+            out.add_row(c.name, Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
+                        str(c.shape), _float(c.max_abs), _float(c.max_rel), worst, *([c.why or ""] if why else []))
+        return out
+
+    explained = [c for c in checks if c.why]
+    if explained and natural_width(console, table(False)) + 24 <= console.width:
+        show(console, table(True))  # the reason in the row, wrapped between words
+    else:
+        fit_print(console, table(False))
+        for c in explained:
+            show(console, Text(f"{c.name}: {c.why}", style="yellow"))
 
 
 def _print_asserts(result) -> None:

@@ -211,15 +211,18 @@ def test_a_failing_dot_exits_3_with_its_message(capsys, tmp_path, monkeypatch):
 
 # -- size and depth ------------------------------------------------------------------------------
 
-def test_ten_thousand_nodes_in_a_deep_chain(capsys):
+def test_ten_thousand_nodes_in_a_deep_chain(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
     program = "y = x\n" + "y = y * 1.0001 + 0.0001\n" * 5000 + "sum(y)"
     code, out, _ = run(capsys, program, "-g", "x=ones(2)")
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 10_002  # sum, 5000 * (add, mul), the leaf
-    assert max(len(line) for line in lines) < 200  # indentation stops growing
-    assert lines[25] == " " * 96 + "└─ #25 AddBackward0 y'4987 [2]  [depth 25]"
-    assert lines[-1] == " " * 96 + "└─ #10001 AccumulateGrad x [2]  [depth 10001]"
+    assert max(len(line) for line in lines) <= 80  # deep branches go on below, within the width
+    drawn = [int(m.group(1)) for line in lines for m in [re.search(r"#(\d+) (?!\S+ \(continued below\))", line)] if m]
+    assert sorted(drawn) == list(range(10_002))  # every node drawn once
+    assert lines[10] == " " * 36 + "└── #10 MulBackward0 (continued below)"
+    assert lines[11:13] == ["", "#10 MulBackward0 [2]  [depth 10]"]
+    assert lines[-1] == "└── #10001 AccumulateGrad x [2]"
     code, out, _ = run(capsys, program, "-g", "x=ones(2)", "--format", "dot")
     assert code == 0 and out.count(" -> ") == 10_001
     code, out, _ = run(capsys, program, "-g", "x=ones(2)", "--format", "json")
@@ -236,7 +239,9 @@ def test_ten_thousand_shared_nodes(capsys):
     code, out, _ = run(capsys, program, "-g", "x=ones(1)")
     assert code == 0
     lines = out.splitlines()
-    assert len(lines) == 20_001  # 10,001 nodes once each, 10,000 references
+    below = sum(line.endswith("(continued below)") for line in lines)
+    assert below == lines.count("") > 0  # deep branches continue below, one block each
+    assert len(lines) - 2 * below == 20_001  # 10,001 nodes once each, 10,000 references
     assert sum("(see #" in line for line in lines) == 10_000
     code, out, _ = run(capsys, program, "-g", "x=ones(1)", "--format", "mermaid")
     assert code == 0 and out.count(" -->|") == 20_000

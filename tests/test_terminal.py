@@ -157,3 +157,18 @@ def test_a_grad_of_none_is_not_green():
     assert row_y.endswith(ESC + "2mNone" + ESC + "0m")  # dim
     row_x = next(line for line in p.stdout.splitlines() if line.lstrip(" ").startswith(ESC + "1mx"))
     assert ESC + "32mtensor([2., 2.])" in row_x  # green
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_a_deep_graph_tree_fits_the_width(columns):
+    rnn = "h = ones(2, requires_grad=True)\nw = ones(2, requires_grad=True)\n" + "h = tanh(h * w + 1)\n" * 40
+    p = gradcli("graph", rnn, COLUMNS=str(columns))
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    drawn = [m.group(1) for line in lines for m in [re.search(r"#(\d+) (?!\S+ \(continued below\))", line)] if m]
+    assert sorted(map(int, drawn)) == list(range(len(drawn)))  # every node once
+    assert len(drawn) == 40 * 3 + 2  # tanh, add, mul per step; the two leaves
+    if columns == 60:
+        assert any(line.endswith("(continued below)") for line in lines)
+        assert any(re.fullmatch(r"#\d+ \S+.*  \[depth \d+\]", line) for line in lines)

@@ -111,3 +111,5 @@ def test_readme_shows_real_output(capsys, monkeypatch):
 def test_ci_runs_the_readme_test_command():
     script = (EXAMPLES.parent / ".ci" / "run").read_text()
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in script
+    assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in script
+    assert '-m venv "$VENV"' in script and '. "$VENV/bin/activate"' in script  # its own environment

@@ -34,8 +34,11 @@ def test_version():
 def test_completion_is_offered_and_shown():
     p = gradcli("--help")
     assert "--install-completion" in p.stdout and "--show-completion" in p.stdout
-    p = gradcli("--show-completion", "bash")
-    assert p.returncode == 0 and "_gradcli_completion" in p.stdout and "complete " in p.stdout
+    # typer detects the shell from the parent process: run it from bash (``; true``: not exec'd)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    p = subprocess.run(["bash", "-c", f"{sys.executable} -m gradcli --show-completion; true"], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=300)
+    assert "_gradcli_completion" in p.stdout and "complete " in p.stdout, p
 
 
 @pytest.mark.parametrize("command", ["eval", "check", "graph", "ops"])

@@ -112,3 +112,6 @@ def test_help_into_a_closed_pipe():
         proc = subprocess.run(["bash", "-c", script], capture_output=True, env=env(), cwd=ROOT, timeout=300)
         assert proc.returncode in (0, 141), proc
         assert b"Traceback" not in proc.stderr
+    for _ in range(5):  # and with the reader gone before help is written: always the closed pipe
+        p = closed_pipe_run(["eval", "--help"])
+        assert (p.communicate(timeout=300)[1], p.returncode) == (b"", 141)

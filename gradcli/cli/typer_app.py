@@ -75,9 +75,20 @@ def main(argv=None) -> int:
     return fast_main(argv)
 
 
+def _pipe_errors_propagate() -> None:
+    """Rich (typer's help) ends a closed pipe with its own ``exit 1``; let the BrokenPipeError
+    through instead, so that the closed pipe ends with 141 as everywhere else."""
+    from rich.console import Console
+
+    def on_broken_pipe(self):
+        raise BrokenPipeError(32, "Broken pipe")
+    Console.on_broken_pipe = on_broken_pipe
+
+
 def typer_main(argv: list[str]) -> int:
     """Parse with typer. Click usage errors keep exit code 2 and, under --json, a JSON document."""
     from typer._click import exceptions as click_exc
+    _pipe_errors_propagate()
     try:
         rc = app(args=argv, prog_name="gradcli", standalone_mode=False)
         return rc if isinstance(rc, int) else 0

@@ -102,7 +102,7 @@ def test_table_output(capsys, monkeypatch):
     assert out.splitlines()[0].strip() == f"{len(FUNCTIONS)} functions"
     assert "MulBackward0" in out and "grad * other" in out and "x.mean(dim=None, keepdim=False, *, dtype=None)" in out
     add_line = next(line for line in out.splitlines() if line.lstrip().startswith("add(input"))
-    assert add_line.split()[:7] == ["add(input,", "other,", "*,", "alpha=1)", "x.add(other,", "*,", "alpha=1)"]
+    assert add_line.split()[:8] == ["add(input,", "other,", "*,", "alpha=1)", "2", "x.add(other,", "*,", "alpha=1)"]
     assert "AddBackward0" in add_line and "self: grad" in add_line
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import STATE as _GRAD, _DecoratorContextManager, inference_mode, no_grad, set_grad_enabled
 from ..autograd.tensor import Tensor
-from ..errors import GradcliError, GradTypeError
+from ..errors import CheckFailed, GradcliError, GradTypeError
 from ..ops.registry import INPLACE_OPERATORS
 from . import modules, sandbox
 from .ast import Assert, Assign, Attribute, AugAssign, Del, ExprStmt, FunctionDef, Import, ImportFrom, Name, Pass, SetItem
@@ -127,6 +127,9 @@ class Statements:
             passed = bool(value)
         text = message if isinstance(message, str) or message is None else display(message)
         self.result.checks.append(Check(stmt.line, passed, text))
+        if not passed:  # as Python's assert: the program stops here (exit 1, kind "check")
+            raise CheckFailed("assertion failed" + (f": {text}" if text else ""), line=stmt.line,
+                              column=stmt.column)
         return None
 
     def _del(self, stmt, scope):

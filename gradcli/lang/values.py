@@ -308,8 +308,9 @@ def subscript(obj, index):
             raise GradTypeError(f"{type_name(obj)} indices must be integers or slices")
         try:
             return obj[key]
-        except IndexError:
-            raise ShapeError(f"{type_name(obj)} index out of range") from None
+        except IndexError:  # a torch.Size's index is a dimension (kind "shape"); a tuple's, a value's
+            cls = ShapeError if isinstance(obj, Size) else GradTypeError
+            raise cls(f"{type_name(obj)} index out of range") from None
     raise GradTypeError(f"'{type_name(obj)}' object is not subscriptable")
 
 

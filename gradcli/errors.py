@@ -80,6 +80,10 @@ class GradIndexError(ShapeError, IndexError):
     """A dim or an index out of range, indexing a 0-d tensor: torch's IndexError."""
 
 
+class DimensionError(GradIndexError):
+    """A dim argument out of range ("Dimension out of range"): an IndexError, kind "shape", as in torch."""
+
+
 # exit 3: evaluation ----------------------------------------------------------
 class AutogradError(GradcliError, RuntimeError):
     kind, exit_code = "autograd", 3

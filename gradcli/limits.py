@@ -13,6 +13,8 @@ DEFAULT_MAX_PROGRAM_BYTES = 10 * 2 ** 20  # 10 MiB of program text
 DEFAULT_MAX_STATEMENTS = 1_000_000
 DEFAULT_MAX_OUTPUT = 16 * 2 ** 20      # characters of printed text, or of the JSON document
 DEFAULT_TIMEOUT = 60.0                 # seconds of wall time for eval, check and graph (0: none)
+DEFAULT_MAX_STEPS = 10_000_000         # statements executed, loop iterations included
+DEFAULT_MAX_DEPTH = 1_000              # nested calls of the program's own functions
 
 
 def default_max_memory() -> int:
@@ -38,7 +40,7 @@ def default_max_memory() -> int:
 
 class _Limits:
     __slots__ = ("max_elements", "max_program_bytes", "max_statements", "max_memory", "max_output",
-                 "itemsize")
+                 "itemsize", "max_steps", "max_depth")
 
     def __init__(self):
         self.reset()
@@ -50,6 +52,8 @@ class _Limits:
         self.max_memory = default_max_memory()
         self.max_output = DEFAULT_MAX_OUTPUT
         self.itemsize = 4  # the default dtype's: what a tensor about to be made is assumed to take
+        self.max_steps = DEFAULT_MAX_STEPS
+        self.max_depth = DEFAULT_MAX_DEPTH
 
 
 LIMITS = _Limits()

@@ -91,7 +91,8 @@ def test_errors_in_torchs_words():
 
 
 def test_a_program_passes_its_own_functions(capsys):
-    program = ("x = tensor([1.0, 2.0, 3.0])\nJ = jacobian(lambda a: a.exp() * a.sum(), x)\n"
+    program = ("from torch.autograd.functional import jacobian, hessian, vjp\n"
+               "x = tensor([1.0, 2.0, 3.0])\nJ = jacobian(lambda a: a.exp() * a.sum(), x)\n"
                "H = hessian(lambda a: (a ** 3).sum(), x)\nout, v = vjp(lambda a: a * a, x, ones(3))")
     code = cli_main(["eval", program, "--json", "--dtype", "float64"])
     doc = json.loads(capsys.readouterr().out)

@@ -137,12 +137,17 @@ def test_exit_codes(capsys, program, code, kind):
         assert doc["error"] is None
 
 
-def test_failed_assert_still_runs_the_rest(capsys):
-    code, out, err = run(capsys, "eval", "assert False, 'first'\nprint('after')\nassert True", "--json")
+def test_failed_assert_stops_the_program_as_python_does(capsys):
+    """SPEC §1: exit 1, and the caret format of every other error; the JSON error has kind
+    "check" with the assert's position, so ``jq -e '.error == null'`` fails the run."""
+    code, out, err = run(capsys, "eval", "print('before')\nassert False, 'first'\nprint('after')\nassert True",
+                         "--json")
     doc = json.loads(out)
-    assert code == 1 and doc["printed"] == ["after"]
-    assert [c["passed"] for c in doc["checks"]] == [False, True]
-    assert "check failed at line 1: first" in err
+    assert code == 1 and doc["printed"] == ["before"]
+    assert doc["checks"] == [{"line": 2, "passed": False, "message": "first"}]
+    assert doc["error"] == {"kind": "check", "message": "assertion failed: first", "line": 2, "column": 1}
+    assert err == ("error: assertion failed: first\n  --> line 2, column 1\n"
+                   "   | assert False, 'first'\n   | ^\n")
 
 
 def test_error_message_has_line_column_and_caret(capsys):
@@ -219,8 +224,18 @@ def test_wheel_in_fresh_venv_finds_the_grammar(tmp_path):
     import zipfile
     assert "gradcli/grammar/gradcli.lark" in zipfile.ZipFile(wheel).namelist()
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
+    # The dependencies (lark, numpy, rich, typer) are the ones this interpreter has, wherever they
+    # are: a venv's system_site_packages would point at the base interpreter's, which lacks them
+    # when the tests themselves run inside a virtual environment (as .ci/run does). A .pth file
+    # appends this interpreter's site directories after the new venv's own, so that the wheel's
+    # gradcli, not a checkout or an editable install, is the one imported.
+    purelib = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    import site
+    outer = [p for p in [*site.getsitepackages(), site.getusersitepackages()] if os.path.isdir(p)]
+    Path(purelib, "outer_site_packages.pth").write_text("\n".join(outer) + "\n")
     subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True, timeout=600)
     proc = subprocess.run([str(env_dir / "bin" / "gradcli"), *SEED, "--json"], capture_output=True, text=True,
                           cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},

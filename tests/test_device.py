@@ -211,7 +211,7 @@ def test_malformed_device_strings(device, message, capsys):
         gc.ones(1, device=device)
     assert str(info.value) == message
     code, _, err = run(capsys, "eval", "1", "--device", device)
-    assert code == 3 and f"error: {message}" in err
+    assert code == 2 and f"error: {message}\nhint: --device takes cpu, cuda or cuda:N" in err  # bad input
 
 
 def test_cupy_is_imported_only_for_a_cuda_device(capsys):

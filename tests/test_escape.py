@@ -17,7 +17,11 @@ ATTEMPTS = [
     "getattr(x, 'data')", "globals()", "locals()", "vars(x)", "dir(x)", "type(x)", "import os", "from os import path",
     "os.system('true')", "x.register_hook.__self__", "h = x.register_hook(lambda g: g); h._hooks",
     "h = x.register_hook(lambda g: g); h.__class__", "x.shape.__class__", "x.dtype.__class__", "x.device.__class__",
-    "lambda: print", "(lambda g: __import__)(1)", "'__import__'.join", "ones(2).__add__(x)", "sum.__module__",
+    "(lambda: print)()", "import os", "from torch import os", "import torch; torch.__dict__",
+    "import torch.nn.functional as F; F.__class__", "f'{x.__class__}'", "f'{x!r:{x}}'", "'{0.__class__}'.format(x)",
+    "'{0[0]}'.format(x)", "def f(): return x.__class__\nf()", "[c for c in x.__class__]", "@x.__class__\ndef f(): pass",
+    "import math; math.__spec__", "import numpy as np; np.load('f')", "from torch import *; __import__",
+    "torch = 1; import sys", "lambda: (yield)", "sorted([1], key=x.__class__)", "'%s' % x.__class__", "(lambda g: __import__)(1)", "'__import__'.join", "ones(2).__add__(x)", "sum.__module__",
     "x.T.__setattr__", "x.grad_fn.next_functions.__class__", "max(x, 0).values.__class__", "[].append",
     "(1).real", "'abc'.upper()", "None.__class__", "x.requires_grad.__class__", "_", "__name__", "__file__",
 ]
@@ -120,5 +124,5 @@ def test_recursion_through_lambdas_and_hooks_is_stopped():
                     "sum(x * 3).backward(create_graph=True)"]:
         code, doc, err = run(program)
         assert code == 3 and doc["error"]["kind"] == "limit", program
-        assert doc["error"]["message"].startswith("maximum recursion depth exceeded: a lambda or hook that calls itself")
+        assert doc["error"]["message"].startswith("maximum recursion depth exceeded")
         assert "Traceback" not in err

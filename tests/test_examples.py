@@ -61,9 +61,9 @@ def test_seed_outputs_read_as_the_articles_say(capsys):
     assert doc["error"]["line"] == 9
 
 
-def _table_text(capsys, monkeypatch, path):
+def _table_text(capsys, monkeypatch, path, columns=160):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.setenv("COLUMNS", "160")
+    monkeypatch.setenv("COLUMNS", str(columns))
     code = main(["eval", "-f", str(path), *_args(path)])
     out = capsys.readouterr().out
     return code, "\n".join(line.rstrip() for line in out.splitlines()).strip("\n") + "\n"
@@ -102,11 +102,14 @@ def test_readme_shows_real_output(capsys, monkeypatch):
     readme = (EXAMPLES.parent / "README.md").read_text()
     assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in readme
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
-    shown = readme.split("The first command prints (real output, `NO_COLOR=1`):\n\n```\n")[1].split("```")[0]
-    _, text = _table_text(capsys, monkeypatch, EXAMPLES / "seed3_quickstart.grad")
+    shown = readme.split("The first command prints (real output, `NO_COLOR=1`, 80 columns):\n\n```\n")[1]
+    shown = shown.split("```")[0]
+    _, text = _table_text(capsys, monkeypatch, EXAMPLES / "seed3_quickstart.grad", columns=80)
     assert shown == text
 
 
 def test_ci_runs_the_readme_test_command():
     script = (EXAMPLES.parent / ".ci" / "run").read_text()
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in script
+    assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in script
+    assert '-m venv "$VENV"' in script and '. "$VENV/bin/activate"' in script  # its own environment

@@ -52,6 +52,7 @@ CASES = {
  "mask_shape": lambda m: m.ones(2,2)[m.tensor([[True, False]])],
  "float_index": lambda m: m.ones(2)[m.tensor([0.])],
  "setitem_shape": lambda m: m.ones(2,2).__setitem__(0, m.ones(3)),
+ "iterate_0d": lambda m: list(m.tensor(1.)),
 }
 
 
@@ -75,7 +76,7 @@ def test_exception_type_and_message_match_torch(name):
 
 @pytest.mark.parametrize("program, kind, code", [
     ("ones(2) + ones(3)", "shape", 2),
-    ("ones(2).sum(3)", "type", 2),  # a wrong argument, as before
+    ("ones(2).sum(3)", "shape", 2),  # "Dimension out of range": torch's IndexError, kind shape (issue 14)
     ("ones(2)[5]", "shape", 2),
     ("tensor([1, 2]).requires_grad_()", "type", 2),
     ("ones(2)[tensor([0.])]", "type", 2),
@@ -88,3 +89,8 @@ def test_cli_kinds_and_exit_codes_unchanged(capsys, program, kind, code):
     out, _ = capsys.readouterr()
     assert status == code
     assert json.loads(out)["error"]["kind"] == kind
+
+
+def test_iteration_gives_the_rows():
+    rows = [[r.tolist() for r in m.tensor([[1.0, 2.0], [3.0, 4.0]])] for m in (gc, torch)]
+    assert rows[0] == rows[1] == [[1.0, 2.0], [3.0, 4.0]]

@@ -25,7 +25,7 @@ FUZZ = settings(max_examples=250, deadline=None, derandomize=True,
 def run_json(args):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([*args, "--json", "--timeout", "10", "--max-elements", "100000"])
+        code = main([*args, "--json", "--timeout", "10", "--max-elements", "100000", "--max-steps", "20000"])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -93,6 +93,20 @@ def exprs():
             st.lists(inner, max_size=3).map(lambda items: f"[{', '.join(items)}]"),
             st.lists(inner, max_size=3).map(lambda items: f"({', '.join(items)}{',' if len(items) == 1 else ''})"),
             st.tuples(inner, st.sampled_from(KEYWORDS)).map(lambda t: f"ones(2, {t[1]}) * {t[0]}"),
+            # the PyTorch spellings: boolean logic, conditionals, membership, comprehensions, f-strings
+            st.tuples(inner, st.sampled_from(["and", "or", "%", "//", "in", "not in", "is", "is not"]), inner)
+              .map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            inner.map(lambda v: f"(not {v})"),
+            st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+            st.tuples(inner, st.sampled_from(["range(3)", "x", "[1, 2]", "w", "enumerate(x)", "zip(x, w)"]),
+                      st.sampled_from(["", " if i", " if i > 0"]))
+              .map(lambda t: f"[{t[0]} for i in {t[1]}{t[2]}]"),
+            st.tuples(inner, st.sampled_from(["", ":.4f", "!r", ":>8", ":d", ":{x}"])).map(lambda t: f"f'v={{{t[0]}{t[1]}}}'"),
+            st.tuples(st.sampled_from(['"%.3f"', '"%d %s"', '"{} {}".format']), inner).map(lambda t: f"{t[0]} % ({t[1]})"
+                                                                                          if "%" in t[0] else f"{t[0]}({t[1]})"),
+            st.tuples(st.sampled_from(["torch", "F", "t", "np", "math"]), st.sampled_from(FUNCS + ["pi", "float32", "sqrt"]),
+                      st.lists(inner, max_size=2)).map(lambda t: f"{t[0]}.{t[1]}({', '.join(t[2])})"),
+            st.tuples(inner, inner).map(lambda t: f"(lambda a, b=2: {t[0]})({t[1]})"),
         )
     return st.recursive(atoms, extend, max_leaves=10)
 
@@ -124,7 +138,24 @@ def statements():
         .map(lambda t: f"with {t[0]}:\n" + "\n".join("    " + s for s in t[1]))
     nested = st.tuples(contexts, contexts, st.lists(line, min_size=1, max_size=2), line) \
         .map(lambda t: f"with {t[0]}:\n    with {t[1]}:\n" + "\n".join("        " + s for s in t[2]) + f"\n    {t[3]}")
-    return st.one_of(line, line, line, block, nested)
+    control = st.one_of(
+        st.tuples(e, st.lists(line, min_size=1, max_size=2), st.lists(line, max_size=2))
+          .map(lambda t: f"if {t[0]}:\n" + "\n".join("    " + s for s in t[1])
+               + ("\nelif x is None:\n    pass\nelse:\n" + "\n".join("    " + s for s in t[2]) if t[2] else "")),
+        st.tuples(st.sampled_from(["i", "i, j"]), st.sampled_from(["range(3)", "x", "w", "enumerate(w)", "zip(x, w)",
+                                                                   "[x, w]", "e"]), st.lists(line, min_size=1, max_size=2),
+                  st.sampled_from(["", "    break", "    continue", "    if i: break"]))
+          .map(lambda t: f"for {t[0]} in {t[1]}:\n" + "\n".join("    " + s for s in t[2]) + ("\n" + t[3] if t[3] else "")),
+        st.tuples(e, line).map(lambda t: f"n = 0\nwhile {t[0]}:\n    n += 1\n    {t[1]}\n    if n > 3:\n        break"),
+        st.tuples(st.sampled_from(["", "@torch.no_grad()\n", "@no_grad()\n", "@x\n"]), e, e)
+          .map(lambda t: f"import torch\n{t[0]}def f(a, b=1):\n    return {t[1]}\nz = f({t[2]}) + f(x, b=2)"),
+        st.sampled_from(["import torch", "import torch as t", "import torch.nn.functional as F", "import numpy as np",
+                         "import math", "from torch import ones, mean as m", "from torch.autograd import grad, backward",
+                         "import os", "from torch import nn", "import torch.optim as optim", "from torch import *",
+                         "def f(n):\n    return f(n)\nf(1)", "while True:\n    pass", "x.grad = None",
+                         "x.requires_grad = False", "l = [1]\nl[0] += 2\nl.append(x)"]),
+    )
+    return st.one_of(line, line, line, block, nested, control, control)
 
 
 programs = st.lists(statements(), min_size=1, max_size=6).map("\n".join)

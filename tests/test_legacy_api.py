@@ -128,7 +128,8 @@ def test_cuda_without_a_gpu():
 
 
 def test_legacy_program_in_the_cli(capsys):
-    program = ("x = Variable(Tensor([1, 2]), requires_grad=True)\n"
+    program = ("from torch.autograd import Variable\nfrom torch.nn import Parameter\n"
+               "x = Variable(Tensor([1, 2]), requires_grad=True)\n"
                "w = Parameter(DoubleTensor([3, 4]).float())\n"
                "y = (x * w).sum()\ny.backward()")
     code = cli_main(["eval", program, "--json"])
@@ -137,9 +138,9 @@ def test_legacy_program_in_the_cli(capsys):
     assert code == 0, doc
     grads = {v["name"]: v["grad"] for v in doc["variables"]}
     assert grads["x"] == [3.0, 4.0] and grads["w"] == [1.0, 2.0]
-    code = cli_main(["eval", "v = Variable(ones(2), volatile=True)\nprint(v.volatile)", "--json"])
+    code = cli_main(["eval", "from torch.autograd import Variable\nv = Variable(ones(2), volatile=True)\nprint(v.volatile)", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["printed"] == ["False"]
-    code = cli_main(["eval", "x = Variable([1, 2])", "--json"])
+    code = cli_main(["eval", "from torch.autograd import Variable\nx = Variable([1, 2])", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 2 and doc["error"]["message"] == "Variable data has to be a tensor, but got list"

@@ -151,7 +151,7 @@ def test_ops_lists_them_and_a_program_uses_them(capsys):
     ops = {o["name"]: o for o in json.loads(capsys.readouterr().out)["functions"]}
     assert ops["mse_loss"]["category"] == "functional" and "MseLossBackward0" in ops["mse_loss"]["grad_fns"]
     code = cli_main(["eval", "x = tensor([[1.0, 2.0, 0.5]], requires_grad=True)\n"
-                             "loss = cross_entropy(x, tensor([2]))\nloss.backward()", "--json"])
+                             "import torch.nn.functional as F\nloss = F.cross_entropy(x, tensor([2]))\nloss.backward()", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     x = torch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)

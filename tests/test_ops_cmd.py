@@ -37,9 +37,10 @@ def test_rows_carry_method_arguments_grad_fn_and_derivative(capsys):
     assert add["arguments"] == ["input", "other", "*", "alpha=1"]
     assert add["method"] == "x.add(other, *, alpha=1)" and add["operator"] == "a + b" and add["arity"] == 2
     mul = rows["mul"]
-    assert mul["grad_fns"] == ["MulBackward0"]
-    assert mul["derivatives"] == {"MulBackward0": {"self": "grad * other", "other": "grad * self"}}
-    assert rows["sub"]["grad_fns"] == ["SubBackward0", "RsubBackward1"]
+    assert mul["grad_fns"] == ["MulBackward0", "MulBackward1"]  # MulBackward1: a number, inside formulas
+    assert mul["derivatives"] == {"MulBackward0": {"self": "grad * other", "other": "grad * self"},
+                                  "MulBackward1": {"self": "grad * other"}}
+    assert rows["sub"]["grad_fns"] == ["SubBackward0", "SubBackward1", "RsubBackward1"]
     assert rows["cat"]["method"] is None
     assert "CatBackward0" in rows["cat"]["derivatives"] and rows["cat"]["derivatives"]["CatBackward0"]
     assert rows["tensor"]["grad_fns"] == [] and rows["tensor"]["category"] == "creation"
@@ -101,7 +102,7 @@ def test_table_output(capsys, monkeypatch):
     assert out.splitlines()[0].strip() == f"{len(FUNCTIONS)} functions"
     assert "MulBackward0" in out and "grad * other" in out and "x.mean(dim=None, keepdim=False, *, dtype=None)" in out
     add_line = next(line for line in out.splitlines() if line.lstrip().startswith("add(input"))
-    assert add_line.split()[:7] == ["add(input,", "other,", "*,", "alpha=1)", "x.add(other,", "*,", "alpha=1)"]
+    assert add_line.split()[:8] == ["add(input,", "other,", "*,", "alpha=1)", "2", "x.add(other,", "*,", "alpha=1)"]
     assert "AddBackward0" in add_line and "self: grad" in add_line
 
 

@@ -96,6 +96,14 @@ OPS = {
     "flatten": (lambda L, a: a.flatten(), (A,)),
     "cat": (lambda L, a, b: L.cat([a, b], 1), (A, B)), "stack": (lambda L, a, b: L.stack([a, b]), (A, B)),
     "clone": (lambda L, a: a.clone(), (A,)), "detach": (lambda L, a, b: a.detach() * b, (A, B)),
+    # views and aliases added by issue 13
+    "expand_as": (lambda L, a, b: a.expand_as(b), (V3, A)), "diagonal": (lambda L, a: a.diagonal(), (A,)),
+    "diagonal_offset": (lambda L, a: L.diagonal(a, 1, 1, 0), (M34,)),
+    "narrow": (lambda L, a: a.narrow(1, 1, 2), (A,)), "select_method": (lambda L, a: a.select(1, -1), (A,)),
+    "sign": (lambda L, a: L.sign(a) * a, (SIGNED,)), "sgn": (lambda L, a: L.sgn(a) * a, (SIGNED,)),
+    "masked_fill": (lambda L, a: a.masked_fill(a > 1, 0.5), (A,)),
+    "masked_fill_tensor": (lambda L, a, b: L.masked_fill(a, a > 1, b.sum()), (A, B)),
+    "clip": (lambda L, a: L.clip(a, -0.5, 0.5), (SIGNED,)), "clip_tensor": (lambda L, a, b: a.clip(max=b), (SIGNED, B)),
     # indexing
     "select": (lambda L, a: a[1], (A,)), "select_2": (lambda L, a: a[:, 2], (A,)),
     "slice": (lambda L, a: a[:, 1:], (A,)), "slice_step": (lambda L, a: a[:, ::2], (A,)),
@@ -300,12 +308,7 @@ def test_second_derivatives_match_torch(name):
         assert (o is None) == (t is None)
         if t is not None:
             assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
-            # relu: torch's threshold_backward(grad, result) is differentiable in result (with a zero
-            # derivative), so its gradient requires grad; gradcli's mask of result does not
-            assert o.requires_grad == t.requires_grad or name.startswith("relu")
-    if name.startswith("relu"):  # see above: torch's second derivative is all zeros, gradcli has none
-        assert s_o is None and not np.any(s_t[0].numpy(force=True))
-        return
+            assert o.requires_grad == t.requires_grad
     assert (s_o is None) == (s_t is None)
     for o, t in zip(s_o or (), s_t or ()):
         if t is None:  # torch: unused; gradcli may give zeros only where torch gives None
@@ -315,31 +318,32 @@ def test_second_derivatives_match_torch(name):
             assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
 
 
-# The gradient's graph (what print(gx.grad_fn) shows after grad(..., create_graph=True)) matches
-# torch for these; elsewhere torch has fused double-backward nodes (TanhBackwardBackward0,
-# SoftmaxBackwardDataBackward0...) or other formula shapes, while gradcli differentiates its own
-# formulas: values agree (test above), names do not.
-GRAD_GRAPH_MATCHES = ["add", "add_alpha", "sub", "mul", "mul_scalar", "rmul_scalar", "neg", "sin", "exp", "log",
-                      "sum", "sum_dim", "mean", "mm", "matmul", "t", "transpose", "permute", "cat", "clone",
-                      "reshape", "view", "expand", "dot", "flatten", "index_list"]
+# The gradient's graph (what print(gx.grad_fn) shows after grad(..., create_graph=True)): every
+# node's name and next_functions as torch's, for every op of the table but these, whose derivative
+# formulas have another shape than torch's C++ ones (prod's cumprod path, the p-norms', std's
+# expand...): values agree (test above), names do not.
+# (Issue 13: 97 of 146 entries matched before torch's Scalar overloads, SgnBackward0, sum_to and
+# the fused TanhBackwardBackward0, SigmoidBackwardBackward0, ThresholdBackwardBackward0,
+# SoftmaxBackwardDataBackward0 and LogSoftmaxBackwardDataBackward0 nodes, saved numbers as wrapped
+# tensors, torch's operand order in the div, reciprocal and pow formulas, unsqueeze, squeeze, mean
+# at::sum_to and masked_fill where torch's formulas have them, full var/std/norm reduced with no
+# dim: 146 of 155 after; with masked_fill and its tensor form added to the table, 148 of 157.)
+GRAD_GRAPH_DIFFERS = {
+    "norm_inf", "norm_p1", "norm_p3_dim", "prod", "prod_dim", "prod_two_zeros", "prod_zero", "std_dim", "std_full",
+}
 
 
-@pytest.mark.parametrize("name", GRAD_GRAPH_MATCHES)
-def test_gradient_graph_matches_torch(name):
+def _gradient_graphs_match(name):
     fn, arrays = OPS[name]
     (f_o, _), (f_t, _) = _double_backward(gc, fn, arrays), _double_backward(torch, fn, arrays)
-    for o, t in zip(f_o, f_t):
-        assert (o is None) == (t is None)
-        if t is not None:
-            assert graph_names(o) == graph_names(t)
+    assert [o is None for o in f_o] == [t is None for t in f_t]
+    return all(graph_names(o) == graph_names(t) for o, t in zip(f_o, f_t) if t is not None)
 
 
-@pytest.mark.xfail(reason="torch's fused double-backward nodes (TanhBackwardBackward0...) are not modelled",
-                   strict=True)
-def test_gradient_graph_of_tanh_matches_torch():
-    fn, arrays = OPS["tanh"]
-    (f_o, _), (f_t, _) = _double_backward(gc, fn, arrays), _double_backward(torch, fn, arrays)
-    assert graph_names(f_o[0]) == graph_names(f_t[0])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_gradient_graph_matches_torch(name):
+    # strict both ways: an op that starts matching must leave GRAD_GRAPH_DIFFERS
+    assert _gradient_graphs_match(name) == (name not in GRAD_GRAPH_DIFFERS)
 
 
 def test_leaf_grad_under_create_graph_is_a_copy_as_in_torch():

@@ -421,3 +421,23 @@ def test_item_assignment_errors_in_the_language(capsys, program, message, code):
     out, _ = capsys.readouterr()
     assert status == code
     assert json.loads(out)["error"]["message"] == message
+
+
+def test_item_assignment_and_views_pass_gradcheck(capsys):
+    # finite differences, independent of torch: gradcli check on in-place changes through views
+    from gradcli.cli import main
+    import json
+    program = """r = ones(2, 3, requires_grad=True)
+w = tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], requires_grad=True)
+x = r * w
+x[0] = x[1] * 3
+x[:, 1] *= w[0, :2]
+x.t()[2].mul_(r[:, 2])
+x[tensor([True, False]), 0] = w[1, 1] * 4
+v = x.view(6)
+v[1:4] += r[0]
+y = (x * x).sum()
+"""
+    assert main(["check", program, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(g["leaf"], g["passed"]) for g in doc["gradcheck"]] == [("r", True), ("w", True)]

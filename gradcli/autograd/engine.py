@@ -398,8 +398,10 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 else:
                     if F is None or several:
                         F = math_for(create_graph, _backend_of(node, g, backend))
+                    _GRAD.formula = create_graph  # torch's Scalar overloads inside formulas
                     grads = node.apply(g, F, create_graph) if not anomaly else \
                         _apply_anomalous(node, g, F, create_graph)
+                    _GRAD.formula = False
                     if hooked:
                         grads = run_posthooks(node, grads, g, _array_backend(g), create_graph)
                     g = None
@@ -442,6 +444,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 node = None
     finally:
         _GRAD.enabled = prev_mode
+        _GRAD.formula = False
         if gc_was_enabled:
             _gc.enable()
     return captured

@@ -13,11 +13,16 @@ import sys
 
 
 class _State:
-    __slots__ = ("enabled", "inference")
+    """``enabled``: grad mode. ``inference``: inside inference_mode. ``formula``: a derivative
+    formula is running under create_graph, where torch's C++ formulas use the Scalar overloads
+    (``grad * 2`` records MulBackward1, ``x + 1`` AddBackward1)."""
+
+    __slots__ = ("enabled", "inference", "formula")
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.formula = False
 
 
 STATE = _State()

@@ -312,6 +312,15 @@ def _saved_result(node, F, differentiable):
     return result
 
 
+_NUMBERS = (int, float)
+
+
+def _wrapped_number(value, grad, F):
+    """A saved Python number under create_graph: torch saved it as a wrapped-number tensor, so
+    ``grad * other`` records MulBackward0 with a None edge (not the Scalar overload)."""
+    return Tensor._make(F.backend.xp.asarray(value, dtype=grad._data.dtype), F.backend)
+
+
 def _apply_1(node, grad, F, differentiable):
     if node._live is False:
         raise AutogradError(_FREED)
@@ -349,6 +358,8 @@ def _apply_2(node, grad, F, differentiable):
             _check_detached(x0, node)
         if not differentiable:
             x0 = x0._data
+    elif differentiable and x0.__class__ in _NUMBERS:
+        x0 = _wrapped_number(x0, grad, F)
     x1 = node._s1
     if x1.__class__ is Tensor:
         vc = x1._vc
@@ -358,6 +369,8 @@ def _apply_2(node, grad, F, differentiable):
             _check_detached(x1, node)
         if not differentiable:
             x1 = x1._data
+    elif differentiable and x1.__class__ in _NUMBERS:
+        x1 = _wrapped_number(x1, grad, F)
     result = None if node._sr is None else _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0, z1 = (None, None) if shapes is None else shapes

@@ -16,7 +16,7 @@ import weakref
 
 from ..backend import dtypes as _dt
 from ..backend import NUMPY, Backend
-from ..errors import AutogradError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
+from ..errors import AutogradError, DimensionError, GradTypeError, RuntimeTypeError, ShapeError
 from ..limits import TRACK_BYTES as _TRACK_BYTES, check_host_objects as _check_host_objects, track as _track
 from .grad_mode import STATE as _GRAD
 
@@ -357,5 +357,5 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     dim = int(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise TypeIndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+        raise DimensionError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

@@ -50,31 +50,29 @@ class ViewInfo:
 
 
 # Live views of each root base, for regenerating their grad_fn after an in-place change:
-# {id(root): {id(view): weakref(view)}}, entries dropped as tensors die (Tensor's == is
-# elementwise, so weak sets and weak-keyed dicts cannot hold tensors).
+# {id(root): [weakref(root), [weakref(view)...], prune size]}; the entry goes when the root dies,
+# dead views' references are pruned as the list grows (Tensor's == is elementwise, so weak sets
+# and weak-keyed dicts cannot hold tensors).
 _LIVE: dict = {}
 
 
 def _register(root, view) -> None:
-    views = _LIVE.get(id(root))
-    if views is None:
+    entry = _LIVE.get(id(root))
+    if entry is None or entry[0]() is not root:
         key = id(root)
-        views = _LIVE[key] = {}
-        views[None] = weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None))
-    key = id(view)
-    views[key] = weakref.ref(view, lambda _, views=views, key=key: views.pop(key, None))
+        entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+    refs = entry[1]
+    refs.append(weakref.ref(view))
+    if len(refs) > entry[2]:
+        refs[:] = [r for r in refs if r() is not None]
+        entry[2] = max(16, 2 * len(refs))
 
 
 def _live_views(root):
-    views = _LIVE.get(id(root))
-    if not views:
+    entry = _LIVE.get(id(root))
+    if entry is None or entry[0]() is not root:
         return ()
-    out = []
-    for key, ref in list(views.items()):
-        t = ref()
-        if key is not None and t is not None:
-            out.append(t)
-    return out
+    return [t for t in (r() for r in entry[1]) if t is not None]
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=()) -> Tensor:

@@ -57,7 +57,7 @@ MAX_CHECKED_ELEMENTS = 1_000
 
 class LeafCheck:
     __slots__ = ("name", "shape", "dtype", "max_abs", "max_rel", "passed", "analytic", "numeric", "worst", "lines",
-                 "sampled")
+                 "sampled", "calls", "why")
 
     def __init__(self, name, shape, dtype, analytic, numeric, atol, rtol, indices=None):
         """``indices``: the flat indices of the elements compared, when only a sample was."""
@@ -66,6 +66,8 @@ class LeafCheck:
         self.analytic, self.numeric = analytic, numeric
         self.lines = None  # the lines of the backward() calls checked (explicit mode)
         self.sampled = None if indices is None else len(indices)
+        self.calls = []    # their (line, column), first first
+        self.why = None    # a known reason finite differences disagree (see explain.py)
         a, n = analytic.reshape(-1), numeric.reshape(-1)
         if indices is not None:
             a = a[indices]
@@ -95,6 +97,8 @@ class LeafCheck:
             record["backward_lines"] = self.lines
         if self.sampled is not None:
             record["elements_checked"] = self.sampled
+        if self.why:
+            record["why"] = self.why
         return record
 
 
@@ -118,10 +122,10 @@ class BackwardCall:
     """One ``backward`` call of the program: its line, the value whose gradient it accumulates
     (``sum(root * gradient)`` over its roots, at the call), and the leaves ``inputs=`` limits it to."""
 
-    __slots__ = ("line", "value", "inputs")
+    __slots__ = ("line", "value", "inputs", "column")
 
-    def __init__(self, line, value, inputs):
-        self.line, self.value, self.inputs = line, value, inputs
+    def __init__(self, line, value, inputs, column=None):
+        self.line, self.value, self.inputs, self.column = line, value, inputs, column
 
 
 class LeafState:
@@ -141,8 +145,9 @@ class Checker(Tracer):
     (``perturb = (leaf number, flat index, delta)``) at that moment, and records the program's
     backward calls; with ``track_grads`` also each leaf's ``.grad`` around them."""
 
-    def __init__(self, perturb=None, track_grads=False):
+    def __init__(self, perturb=None, track_grads=False, situations=None):
         super().__init__()
+        self.situations = situations  # an explain.Situations (the main run only)
         self.perturb = perturb
         self.track_grads = track_grads
         self.leaves: list[tuple[str, Tensor]] = []
@@ -154,6 +159,7 @@ class Checker(Tracer):
         self._line = None
 
     def before_statement(self, stmt):
+        super().before_statement(stmt)
         self._line = stmt.line
 
     def on_bind(self, name, value):
@@ -175,6 +181,8 @@ class Checker(Tracer):
             _nudge(t, self.perturb[1], self.perturb[2])
 
     def on_call(self, fn, args, kwargs, node, call_next):
+        if self.situations is not None:
+            self.situations.on_call(fn, args, kwargs, getattr(node, "line", None) or self._line)
         if fn is TENSOR_METHODS["requires_grad_"]:
             out = call_next(fn, args, kwargs, node)
             t = args[0] if args else None
@@ -228,7 +236,8 @@ class Checker(Tracer):
         inputs = a.get("inputs")
         if inputs is not None:
             inputs = {id(t) for t in (inputs if isinstance(inputs, (list, tuple)) else [inputs])}
-        return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs)
+        return BackwardCall(getattr(node, "line", self._line) or self._line, value, inputs,
+                            getattr(node, "column", None) or 1)
 
     def _grads(self):
         return [None if t._grad is None else _host(t._grad) for _, t in self.leaves]
@@ -244,9 +253,9 @@ class Checker(Tracer):
             state.snapshot = g
 
 
-def _checking_run(perturb=None, track_grads=False):
+def _checking_run(perturb=None, track_grads=False, situations=None):
     """A :class:`Checker` and the evaluator it watches."""
-    checker = Checker(perturb, track_grads)
+    checker = Checker(perturb, track_grads, situations)
     return checker, Evaluator(auto_backward=False, observers=[checker])
 
 
@@ -291,10 +300,22 @@ def _nudge(t, flat_index: int, delta: float) -> None:
 class Plan:
     """What the checks measure, decided by the first run."""
 
-    __slots__ = ("explicit", "description", "counted")
+    __slots__ = ("explicit", "description", "counted", "where", "source", "of")
 
-    def __init__(self, explicit, description, counted):
-        self.explicit, self.description, self.counted = explicit, description, counted
+    def __init__(self, explicit, description, counted, where=(None, None), source=None, of=None):
+        self.explicit, self.description, self.counted, self.of = explicit, description, counted, of
+        self.where = where    # (line, column) of the value differentiated (implicit mode)
+        self.source = source  # the program's text, for the caret under that position
+
+    def value_tensor(self, checker):
+        """The tensor differentiated in a run (implicit mode)."""
+        return checker.values.get(self.of) if self.of else checker.last_tensor
+
+    def position(self, check):
+        """Where a failed leaf's gradient comes from: its first backward() call, or the value."""
+        if self.explicit and check.calls:
+            return check.calls[0]
+        return self.where
 
     def value(self, checker, number: int) -> float:
         """The function whose gradient with respect to leaf ``number`` is checked, in a run."""
@@ -302,15 +323,15 @@ class Plan:
         if self.explicit:
             calls = checker.calls
             return float(sum(calls[i].value for i in self.counted[number]))
-        last = checker.last_tensor
+        last = checker.values.get(self.of) if self.of else checker.last_tensor
         return float(np.sum(np.asarray(last._backend.to_host(last._data), dtype=np.float64)))
 
 
-def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -> int:
+def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3, wrt=()) -> int:
     from ..present import tables as render
     result = None
     try:
-        result, checks, notes, plan = _check(opts, eps, atol, rtol)
+        result, checks, notes, plan = _check(opts, eps, atol, rtol, wrt)
     except GradcliError as err:
         from ..limits import settle
         from .graph import report_json
@@ -322,14 +343,14 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         return report_json(opts, result, err, {"gradcheck": []})
     from ..limits import settle
     settle()
-    failed_asserts = any(not c.passed for c in result.checks)
+    failure = _failure(checks, plan, result)
     if opts.json:
         extra = {"gradcheck": [c.record() for c in checks],
                  "gradcheck_of": plan.description,
                  "tolerances": {"eps": eps, "atol": atol, "rtol": rtol}}
         if notes:
             result.note = "; ".join(([result.note] if result.note else []) + notes)
-        print(render.json_document(result, device=opts.device, dtype=opts.dtype, extra=extra))
+        print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=failure, extra=extra))
     else:
         if result.printed:
             print(render.terminal_text("\n".join(result.printed)))
@@ -339,17 +360,31 @@ def run_check(opts, eps: float = 1e-6, atol: float = 1e-5, rtol: float = 1e-3) -
         for note in notes:
             print(f"note: {note}")
     sys.stdout.flush()
-    for c in checks:
-        if not c.passed:
-            print(f"check failed: the gradient of {c.name} differs from finite differences "
-                  f"(max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)})", file=sys.stderr)
-    render.print_failed_checks(result)
-    if result.error is not None:  # the document was too large for --max-output (its values left out)
+    if failure is not None:
+        render.print_error(failure, plan.source)
+    elif result.error is not None:  # the document was too large for --max-output (its values left out)
         return result.error.exit_code
-    return 1 if failed_asserts or not all(c.passed for c in checks) else 0
+    return 0 if failure is None else failure.exit_code
 
 
-def _check(opts, eps, atol, rtol):
+def _failure(checks, plan, result):
+    """The JSON ``error`` (kind "check", exit 1) when a gradient differs, placed at the value
+    differentiated (or the first backward() call of the first leaf that failed); else None."""
+    from ..errors import CheckFailed
+    bad = [c for c in checks if not c.passed]
+    if not bad:
+        return None
+    first = bad[0]
+    detail = "; ".join(f"{c.name}: max abs error {_float(c.max_abs)}, max rel error {_float(c.max_rel)}"
+                       + (f", {c.why}" if c.why else "") for c in bad)
+    names = ", ".join(c.name for c in bad)
+    message = (f"the gradient{'s' if len(bad) > 1 else ''} of {names} "
+               f"differ{'' if len(bad) > 1 else 's'} from finite differences ({detail})")
+    line, column = plan.position(first)
+    return CheckFailed(message, line=line, column=column)
+
+
+def _check(opts, eps, atol, rtol, wrt=()):
     import math
 
     import numpy as np
@@ -360,10 +395,15 @@ def _check(opts, eps, atol, rtol):
         if not (value >= 0 and math.isfinite(value)) or (flag == "--eps" and value == 0):
             raise UsageError(f"{flag} must be a {'positive' if flag == '--eps' else 'non-negative'} number, "
                              f"not {value:g}")
-    if opts.seed is None:
-        opts.seed = 0
     prepared = session.prepare(opts)
-    checker, evaluator = _checking_run(track_grads=True)
+    if opts.seed is None:  # every run sees the same random values
+        opts.seed = 0
+        session.configure(opts)
+    from .explain import Situations
+    situations = Situations(eps)
+    if ".data" in prepared.source.text:
+        situations.on_data(_first_line(prepared.source.text, ".data"))
+    checker, evaluator = _checking_run(track_grads=True, situations=situations)
     result = session.run_prepared(opts, prepared, evaluator, configure_first=False)
 
     def fail(err):
@@ -379,7 +419,8 @@ def _check(opts, eps, atol, rtol):
         raise fail(GradTypeError("no leaf requires grad: declare one with -g, e.g. -g 'x=rand(3)', or create it "
                                  "with requires_grad=True and bind it to a name"))
     notes = []
-    if checker.calls:  # the program runs backward itself: check what its calls accumulated
+    unwanted = _unwanted(leaves, wrt)
+    if checker.calls and not opts.of:  # the program runs backward itself: check what its calls accumulated
         odd = next((c for c in checker.calls if c.value is None), None)
         if odd is not None:
             raise fail(GradTypeError("check cannot tell which value this backward() call differentiates "
@@ -389,35 +430,42 @@ def _check(opts, eps, atol, rtol):
         lines = sorted({checker.calls[i].line for c in counted for i in c if checker.calls[i].line})
         plan = Plan(True, "the program's backward() calls" +
                     (f" (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})" if lines else ""),
-                    counted)
+                    counted, source=prepared.source.text)
         analytic = []
         for (name, t), state in zip(leaves, checker.states):
             g = state.snapshot if state.snapshot is not None else np.zeros(t.shape)
             if state.baseline is not None:
                 g = g - state.baseline
             analytic.append(np.asarray(g, dtype=np.float64))
-        skipped = {number for number, c in enumerate(counted) if not c}
+        skipped = {number for number, c in enumerate(counted) if not c and number not in unwanted}
         if skipped:
             names = [leaves[number][0] for number in sorted(skipped)]
             notes.append(f"not checked: {', '.join(names)} (no backward() call accumulates into "
                          f"{'their' if len(names) > 1 else 'its'} .grad)")
     else:
-        last = checker.last_tensor
+        last, line, column = checker.last_tensor, checker.last_tensor_line, checker.last_tensor_column
+        what = f"the last value (line {line})"
+        if opts.of:
+            last = checker.named(opts.of, "--of")
+            line, column = checker.where.get(opts.of, (None, None))
+            what = f"{opts.of} (line {line})"
+            for _, t in leaves:  # the program's own backward() calls do not count here
+                t._grad = None
         if last is None:
             raise fail(GradTypeError("the program computes no tensor to check",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)"))
         if not last.requires_grad:
-            raise fail(GradTypeError(f"the last value (line {checker.last_tensor_line}) does not require grad: it "
+            raise fail(GradTypeError(f"{what} does not require grad: it "
                                      "does not depend on any leaf that requires grad, or was computed under no_grad",
                                      hint="end the program with the value to differentiate, e.g. sum(sin(x) * x)",
-                                     line=checker.last_tensor_line, column=checker.last_tensor_column))
-        plan = Plan(False, f"the last value (line {checker.last_tensor_line})" +
-                    ("" if last.numel() == 1 else ", summed"), None)
+                                     line=line, column=column))
+        plan = Plan(False, what + ("" if last.numel() == 1 else ", summed"), None, (line, column),
+                    prepared.source.text, opts.of)
         from ..ops.creation import ones_like
         try:
             session._with_numpy_quiet(lambda: last.backward(ones_like(last)))
         except GradcliError as err:
-            err.at(checker.last_tensor_line, checker.last_tensor_column)
+            err.at(line, column)
             if "second time" in err.message:
                 err.hint = ("check differentiates the last value; the program's own grad() call freed its "
                             "graph: pass retain_graph=True to it")
@@ -427,6 +475,7 @@ def _check(opts, eps, atol, rtol):
         analytic = [np.zeros(t.shape) if t.grad is None else
                     np.asarray(t._backend.to_host(t.grad._data), dtype=np.float64) for _, t in leaves]
         skipped = set()
+    skipped |= unwanted
     narrow = sorted({name for name, t in leaves if t.dtype.name != "float64"})
     if narrow:
         notes.append(f"{', '.join(narrow)} {'is' if len(narrow) == 1 else 'are'} not float64: finite differences "
@@ -452,12 +501,13 @@ def _check(opts, eps, atol, rtol):
             err.message = f"while moving element {index} of {leaves[number][0]} by {delta:+g}: {err.message}"
             raise fail(err)
         if len(run.leaves) <= number or len(run.calls) != len(checker.calls) or \
-                (not plan.explicit and run.last_tensor is None):
+                (not plan.explicit and plan.value_tensor(run) is None):
             raise fail(GradTypeError(f"moving element {index} of {leaves[number][0]} by {delta:+g} changed what "
                                      "the program computes, so finite differences cannot be taken"))
         return plan.value(run, number)
 
     checks = []
+    checker.situations = None
     for number, name, t in checked:
         indices = samples[number]
         elements = range(t.numel()) if indices is None else indices
@@ -469,8 +519,11 @@ def _check(opts, eps, atol, rtol):
         shape = list(t.shape)
         check = LeafCheck(name, shape, t.dtype.name, analytic[number].reshape(t.shape),
                           numeric if indices is not None else numeric.reshape(t.shape), atol, rtol, indices)
+        if not check.passed and situations.found:
+            check.why = "; ".join(situations.found)
         if plan.explicit:
             check.lines = sorted({checker.calls[i].line for i in plan.counted[number]})
+            check.calls = [(checker.calls[i].line, checker.calls[i].column) for i in plan.counted[number]]
         checks.append(check)
     return result, checks, notes, plan
 
@@ -481,6 +534,25 @@ def _sample(count: int):
         return None
     import numpy as np
     return np.unique(np.linspace(0, count - 1, MAX_CHECKED_ELEMENTS).round().astype(np.int64))
+
+
+def _first_line(text: str, needle: str):
+    for number, line in enumerate(text.split("\n"), 1):
+        if needle in line.split("#")[0]:
+            return number
+    return None
+
+
+def _unwanted(leaves, wrt) -> set:
+    """The numbers of the leaves ``--wrt`` leaves out (none without it); an unknown name is bad input."""
+    if not wrt:
+        return set()
+    base = [name.split(" (")[0] for name, _ in leaves]
+    missing = [w for w in wrt if w not in base]
+    if missing:
+        raise UsageError(f"--wrt {missing[0]}: {missing[0]} is not a leaf that requires grad",
+                         hint=f"the leaves check can check: {', '.join(dict.fromkeys(base))}")
+    return {number for number, name in enumerate(base) if name not in wrt}
 
 
 def _distinct_names(leaves, lines):
@@ -496,18 +568,29 @@ def _print_table(checks, plan, eps, atol, rtol) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console
+    from ..present.tables import _console, fit_print, natural_width, show
     console = _console()
     console.print(Text(f"gradient check of {plan.description} (eps={eps:g}, atol={atol:g}, rtol={rtol:g})",
                        style="bold"), soft_wrap=True)
-    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
-    for col in ("leaf", "shape", "max abs error", "max rel error", "worst element: analytic vs numeric", "result"):
-        table.add_column(col, no_wrap=True)
-    for c in checks:
-        worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
-        table.add_row(c.name, str(c.shape), _float(c.max_abs), _float(c.max_rel), worst,
-                      Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"))
-    console.print(table)
+    def table(why: bool):
+        out = Table(box=box.SIMPLE_HEAVY, pad_edge=False)
+        for col in ("leaf", "result", "shape", "max abs error", "max rel error", "worst: analytic vs numeric"):
+            out.add_column(col, no_wrap=True)
+        if why:
+            out.add_column("why", style="yellow", min_width=20)
+        for c in checks:
+            worst = "" if c.worst is None else f"{c.worst[0]}: {c.worst[1]:.6g} vs {c.worst[2]:.6g}"
+            out.add_row(c.name, Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
+                        str(c.shape), _float(c.max_abs), _float(c.max_rel), worst, *([c.why or ""] if why else []))
+        return out
+
+    explained = [c for c in checks if c.why]
+    if explained and natural_width(console, table(False)) + 24 <= console.width:
+        show(console, table(True))  # the reason in the row, wrapped between words
+    else:
+        fit_print(console, table(False))
+        for c in explained:
+            show(console, Text(f"{c.name}: {c.why}", style="yellow"))
 
 
 def _print_asserts(result) -> None:
@@ -515,11 +598,11 @@ def _print_asserts(result) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..present.tables import _console, escape_controls
+    from ..present.tables import _console, escape_controls, show
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
     for col in ("line", "result", "message"):
         table.add_column(col)
     for c in result.checks:
         table.add_row(str(c.line), Text("pass", style="green") if c.passed else Text("FAIL", style="bold red"),
                       Text(escape_controls(c.message or "")))
-    _console().print(table)
+    show(_console(), table)

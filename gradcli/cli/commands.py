@@ -61,7 +61,8 @@ OPTIONS = _opts(
     Opt("grad", ("-g", "--grad"), multiple=True, metavar="NAME=INIT",
         help="Declare a leaf that requires grad, e.g. -g 'w=rand(3)'."),
     Opt("device", ("--device",), default="cpu", metavar="DEVICE", envvar="GRADCLI_DEVICE", help="cpu, cuda or cuda:N."),
-    Opt("dtype", ("--dtype",), default="float32", metavar="DTYPE", help="Default float dtype: float32 or float64."),
+    Opt("dtype", ("--dtype",), metavar="DTYPE",
+        help="Default float dtype: float32 or float64 (default float32; check: float64)."),
     Opt("seed", ("--seed",), int, metavar="N", help="Seed for rand/randn."),
     Opt("json_", ("--json",), bool, False, help="Print one JSON document on stdout."),
     Opt("no_backward", ("--no-backward",), bool, False, help="Do not run backward automatically."),
@@ -77,6 +78,10 @@ OPTIONS = _opts(
         help="Refuse programs larger than this (default 10 MiB)."),
     Opt("max_statements", ("--max-statements",), int, metavar="N",
         help="Refuse programs with more statements than this (default 1,000,000)."),
+    Opt("max_steps", ("--max-steps",), int, metavar="N",
+        help="Stop after this many executed statements and loop iterations (default 10,000,000; exit 3)."),
+    Opt("max_depth", ("--max-depth",), int, metavar="N",
+        help="Stop when the program's functions nest deeper than this (default 1,000; exit 3)."),
     Opt("detect_anomaly", ("--detect-anomaly",), bool, False,
         help="Fail at the first backward node that returns NaN, naming it (torch.autograd.detect_anomaly)."),
     Opt("debug", ("--debug",), bool, False, hidden=True, help="Show Python tracebacks for internal errors."),
@@ -86,6 +91,13 @@ OPTIONS = _opts(
     Opt("format", ("--format",), default="tree", metavar="FORMAT", help="tree, dot, mermaid or json."),
     Opt("output", ("-o", "--output"), metavar="FILE",
         help="Write to FILE: .dot, .mmd, .json, or .svg/.png through Graphviz's dot."),
+    Opt("root", ("--root",), multiple=True, metavar="NAME",
+        help="Draw the graph of variable NAME (repeatable); default: the last value that requires grad."),
+    Opt("of", ("--of",), metavar="NAME",
+        help="Differentiate variable NAME instead of the last value."),
+    Opt("wrt", ("--wrt",), multiple=True, metavar="NAME", help="Check only leaf NAME (repeatable)."),
+    Opt("wide", ("--wide", "--full"), bool, False,
+        help="One table with every column, however wide (default: the columns that fit, details below)."),
     Opt("show_saved", ("--show-saved", "--saved"), bool, False,
         help="Show the shapes of the values each node saved for backward."),
     # gradcli test (gradcli/cli/testing)
@@ -104,8 +116,8 @@ OPTIONS = _opts(
         help="Time limit per file (an error; 0: none)."),
 )
 
-_PROGRAM = ("source", "file", "leaf", "grad", "device")
-_LIMITS = ("max_elements", "max_program_size", "max_statements", "timeout", "max_memory", "max_output",
+_PROGRAM = ("source", "file", "leaf", "grad", "device", "dtype", "seed", "no_backward", "precision")
+_LIMITS = ("max_elements", "max_program_size", "max_statements", "max_steps", "max_depth", "timeout", "max_memory", "max_output",
            "detect_anomaly", "debug")
 
 COMMANDS = {
@@ -113,23 +125,24 @@ COMMANDS = {
         "eval_command",
         "Evaluate a program, run backward, and print every variable's data, grad, grad_fn and "
         "next_functions." + EXAMPLES,
-        _PROGRAM + ("dtype", "seed", "json_", "no_backward", "precision") + _LIMITS),
+        _PROGRAM + ("of", "wide", "json_") + _LIMITS),
     "check": Command(
         "check_command",
         "Compare each leaf's analytic gradient of the last value (summed), or what the program's own "
         "backward() calls put in .grad, with central finite differences (in float64). Exit 0 when all "
         "agree, 1 otherwise.\n\n\b\nExample:\n"
         "  gradcli check 'sum(sin(x) * x)' -g 'x=rand(3)'",
-        _PROGRAM + ("seed", "eps", "atol", "rtol", "json_", "precision") + _LIMITS),
+        _PROGRAM + ("of", "wrt", "eps", "atol", "rtol", "json_") + _LIMITS),
     "graph": Command(
         "graph_command",
         "Draw the backward graph of the last value: a tree (default), DOT, Mermaid or JSON; -o writes "
         ".dot/.svg/.png.\n\n\b\nExample:\n"
         "  gradcli graph 'mean(x * w + 2)' -l 'x=ones(2,2)' -g 'w=rand(2,2)' --format dot",
-        _PROGRAM + ("dtype", "seed", "format", "output", "show_saved", "json_") + _LIMITS),
+        _PROGRAM + ("root", "format", "output", "show_saved", "json_") + _LIMITS),
     "ops": Command(
         "ops_command",
-        "List every function: name, method form, arity, the grad_fn it creates and its derivative.",
+        "List every function: signature, arity (tensor inputs), method form or operator, the grad_fn it "
+        "creates and its derivative formula per input.\n\n\b\nExample:\n  gradcli ops --json",
         ("json_",)),
     "test": Command(
         "test_command",
@@ -151,23 +164,48 @@ def run(name: str, kwargs: dict) -> int:
 
 # -- shared plumbing -----------------------------------------------------------------------------
 
-def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype="float32", seed=None,
+def options(source=None, file=None, leaf=None, grad=None, device="cpu", dtype=None, seed=None,
             json_=False, no_backward=False, precision=4, max_elements=None, timeout=None, debug=False,
             max_program_size=None, max_statements=None, detect_anomaly=False, max_memory=None,
-            max_output=None):
+            max_output=None, max_steps=None, max_depth=None, of=None, wide=False):
     from . import validate
     from .session import Options
+    dtype = dtype or "float32"
+    device = validate.device(device)  # garbage (control characters, a megabyte) first
+    if not _known_device(device):
+        _bad_device(device)
     if dtype not in ("float32", "float64"):
         raise UsageError(f"--dtype must be float32 or float64, not {dtype!r}")
     return Options(source=source, file=file, leaves=list(leaf or []), grads=list(grad or []),
-                   device=validate.device(device), dtype=dtype, seed=validate.seed(seed),
+                   device=device, dtype=dtype, seed=validate.seed(seed),
                    no_backward=no_backward, precision=precision,
                    max_elements=validate.positive("--max-elements", max_elements),
                    timeout=validate.timeout(timeout), json=json_, debug=debug,
                    max_program_size=validate.positive("--max-program-size", max_program_size),
                    max_statements=validate.positive("--max-statements", max_statements),
                    detect_anomaly=detect_anomaly, max_memory=validate.size("--max-memory", max_memory),
-                   max_output=validate.positive("--max-output", max_output))
+                   max_output=validate.positive("--max-output", max_output),
+                   max_steps=validate.positive("--max-steps", max_steps),
+                   max_depth=validate.positive("--max-depth", max_depth), of=of, wide=wide)
+
+
+def _known_device(device) -> bool:
+    """A device name gradcli knows (whether it is there is the backend's question, exit 3)."""
+    name, _, index = (device or "cpu").partition(":")
+    return (name in ("cpu", "cuda") and (not index or (index.isdigit() and name == "cuda"))) \
+        or device == "array_api_strict"  # the tests' second array namespace
+
+
+def _bad_device(device) -> None:
+    """A malformed device string is bad input (exit 2), with torch's own wording from the backend."""
+    from ..backend import get_backend
+    from ..errors import DeviceError
+    message = f"--device must be cpu, cuda or cuda:N, not {device!r}"
+    try:
+        get_backend(device)
+    except DeviceError as err:
+        message = err.message
+    raise UsageError(message, hint="--device takes cpu, cuda or cuda:N")
 
 
 def _with_options(body, **kwargs) -> int:
@@ -201,7 +239,8 @@ def guard(opts, body) -> int:
         report(opts, err, None)
         return err.exit_code
     except BrokenPipeError:  # the reader went away (``| head``): nothing more can be said there
-        raise
+        from .fast import PipeClosed
+        raise PipeClosed() from None
     except Exception as exc:  # a bug in gradcli: say so, without a traceback
         if opts.debug:
             raise
@@ -234,7 +273,7 @@ def report(opts, err, source_text) -> None:
     from ..present import tables as render
     if opts.json:
         print(render.json_document(None, device=opts.device, dtype=opts.dtype, error=err))
-    _quietly(lambda: print(render.error_text(err, source_text), file=sys.stderr, flush=True))
+    _quietly(lambda: render.print_error(err, source_text))
 
 
 # -- the commands --------------------------------------------------------------------------------
@@ -259,31 +298,32 @@ def eval_command(**kwargs) -> int:
             print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=result.error))
             render.print_failed_checks(result)
             if result.error is not None:
-                print(render.error_text(result.error, src.text), file=sys.stderr)
+                render.print_error(result.error, src.text)
         else:
-            render.print_table(result)
+            render.print_table(result, wide=opts.wide)
             render.print_notes(result)
             if result.error is not None:
                 sys.stdout.flush()
-                print(render.error_text(result.error, src.text), file=sys.stderr)
+                render.print_error(result.error, src.text)
         if result.error is not None:
             return result.error.exit_code
         return 1 if any(not c.passed for c in result.checks) else 0
     return _with_options(body, **kwargs)
 
 
-def check_command(*, eps, atol, rtol, **kwargs) -> int:
+def check_command(*, eps, atol, rtol, wrt=None, **kwargs) -> int:
     def body(opts):
         from .check import run_check
-        return run_check(opts, eps=eps, atol=atol, rtol=rtol)
-    return _with_options(body, dtype="float64", no_backward=True, **kwargs)
+        return run_check(opts, eps=eps, atol=atol, rtol=rtol, wrt=wrt or ())
+    kwargs["dtype"] = kwargs.get("dtype") or "float64"
+    return _with_options(body, **kwargs)
 
 
-def graph_command(*, format, output, show_saved, **kwargs) -> int:
+def graph_command(*, format, output, show_saved, root=None, **kwargs) -> int:
     def body(opts):
         from .graph import run_graph
-        return run_graph(opts, fmt=format, output=output, show_saved=show_saved)
-    return _with_options(body, no_backward=True, **kwargs)
+        return run_graph(opts, fmt=format, output=output, show_saved=show_saved, roots=root)
+    return _with_options(body, **kwargs)
 
 
 def ops_command(*, json_=False) -> int:

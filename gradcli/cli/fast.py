@@ -75,6 +75,10 @@ def parse(command, args: list[str]):
 
 def run(argv: list[str]):
     """The exit code of ``argv`` run through the fast path, or None to let typer run it."""
+    if argv in (["--version"], ["-V"]):
+        from .._version import __version__
+        print(f"gradcli {__version__}")
+        return 0
     from . import commands
     command = commands.COMMANDS.get(argv[0]) if argv else None
     if command is None:
@@ -181,10 +185,28 @@ def _main(argv: list[str]) -> int:
             return rc
         from .typer_app import typer_main
         return typer_main(argv)
-    except BrokenPipeError:
-        # The reader closed the pipe (``gradcli ops --json | head -c 1``): end quietly, with the
-        # status of a process that SIGPIPE ended, as ``yes | head`` does. Output still buffered
-        # goes to /dev/null, so that the flush at exit does not fail again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 141
+    except (BrokenPipeError, PipeClosed):
+        return pipe_closed()
+
+
+class PipeClosed(Exception):
+    """The reader of stdout went away. Not an OSError, so that click (the typer path) does not
+    turn it into its own ``exit 1``."""
+
+
+def pipe_closed() -> int:
+    """The reader closed the pipe (``gradcli ops --json | head -c 1``): end quietly, with the
+    status of a process that SIGPIPE ended (128 + 13), as ``yes | head`` does, so that a
+    ``set -o pipefail`` script sees the same thing as with any other producer, and never 1 (a
+    failed check). Output still buffered goes to /dev/null, so that the flush at exit does not
+    fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    return PIPE_STATUS
+
+
+PIPE_STATUS = 141

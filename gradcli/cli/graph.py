@@ -16,63 +16,105 @@ from ..errors import GradcliError, GradTypeError, UsageError
 from ..lang.evaluator import Evaluator, Observer
 from ..limits import settle
 from ..present.graph import (
-    FORMATS, OUTPUTS, GraphNode, _render, _write, collect, print_tree, text_in, to_dot, to_json,
+    FORMATS, GRAPHVIZ_FORMATS, OUTPUTS, GraphNode, _render, _write, collect, print_tree, text_in, to_dot,
+    to_json,
 )
 
 
 # -- running a program, remembering names --------------------------------------------------------
 
 class Tracer(Observer):
-    """Watches a run (an :class:`~gradcli.lang.evaluator.Observer`): remembers the name first
-    bound to each tensor's node (its grad_fn, or the tensor itself for a leaf), and the last
-    value that was a tensor, with the position of its statement."""
+    """Watches a run (an :class:`~gradcli.lang.evaluator.Observer`): remembers the name bound to
+    each tensor's node (its grad_fn, or the tensor itself for a leaf), the value each name holds
+    last, and the last value that was a tensor (and the last one that requires grad), with the
+    position of its statement. A name bound again to another tensor (``h = tanh(h @ w)`` in an
+    RNN) is told apart by primes: ``h``, ``h'``, ``h''``, then ``h'4``, ``h'5``..."""
 
     def __init__(self):
         # id(grad_fn or leaf tensor) -> (that object, kept alive so the id stays its own; name)
         self.bound: dict[int, tuple[object, str]] = {}
-        self.last_tensor = None
+        self.values: dict[str, object] = {}
+        self.where: dict[str, tuple] = {}   # name -> (line, column) of its last binding
+        self._bindings: dict[str, int] = {}
+        self.last_tensor = self.last_graph = None
         self.last_tensor_line = self.last_tensor_column = None
+        self.last_graph_line = self.last_graph_column = None
+
+    def before_statement(self, stmt):
+        self._stmt = stmt
 
     def on_bind(self, name, value):
+        self.values[name] = value
+        stmt = getattr(self, "_stmt", None)
+        self.where[name] = (stmt.line, stmt.column) if stmt is not None else (None, None)
         if isinstance(value, Tensor):
             key = value.grad_fn if value.grad_fn is not None else value
             if id(key) not in self.bound:
-                self.bound[id(key)] = (key, name)
+                k = self._bindings.get(name, 0)
+                self._bindings[name] = k + 1
+                self.bound[id(key)] = (key, name + ("'" * k if k <= 3 else f"'{k}"))
 
     def after_statement(self, stmt, value):
         if isinstance(value, Tensor):
             self.last_tensor = value
             self.last_tensor_line, self.last_tensor_column = stmt.line, stmt.column
+            if value.requires_grad:
+                self.last_graph = value
+                self.last_graph_line, self.last_graph_column = stmt.line, stmt.column
 
     def name_of(self, obj):
         entry = self.bound.get(id(obj))
         return entry[1] if entry is not None and entry[0] is obj else None
 
+    def named(self, name: str, option: str):
+        """The tensor ``name`` holds at the end of the run (``--root``/``--of``), or a usage error."""
+        value = self.values.get(name)
+        if not isinstance(value, Tensor):
+            known = sorted(n for n, v in self.values.items() if isinstance(v, Tensor))
+            what = "is not a tensor" if name in self.values else "is not a variable of the program"
+            raise UsageError(f"{option} {name}: {name} {what}",
+                             hint=f"tensors the program binds: {', '.join(known)}" if known else None)
+        return value
+
 
 # -- the command ---------------------------------------------------------------------------------
 
-def graph_of(tracer: Tracer) -> list[GraphNode]:
-    """The nodes of the last value's backward graph (empty when it does not require grad)."""
-    last = tracer.last_tensor
-    if last is None:
+NO_GRAPH_HINT = "name the value to draw with --root NAME, or end the program with it, e.g. mean(x * w + 2)"
+
+
+def graph_of(tracer: Tracer, roots=()) -> list[GraphNode]:
+    """The nodes of the backward graph of the ``roots`` named (default: the last value that
+    requires grad). No graph at all is a usage error (exit 2)."""
+    if roots:
+        tensors = [(name, tracer.named(name, "--root")) for name in roots]
+    elif tracer.last_graph is not None:
+        tensors = [(None, tracer.last_graph)]
+    elif tracer.last_tensor is None:
         raise GradTypeError("the program computes no tensor, so there is no backward graph to draw",
-                            hint="end the program with the value to draw, e.g. mean(x * w + 2)")
-    if last.grad_fn is not None:
-        return collect(last.grad_fn, tracer.name_of)
-    if last.requires_grad:  # a leaf: its AccumulateGrad alone
-        return collect(last._accumulator(), tracer.name_of)
-    return []
+                            hint=NO_GRAPH_HINT)
+    else:
+        raise GradTypeError("no value of the program requires grad, so there is no backward graph to draw",
+                            hint="declare a leaf with -g NAME=INIT or create one with requires_grad=True")
+    starts = []
+    for name, t in tensors:
+        if t.grad_fn is not None:
+            starts.append(t.grad_fn)
+        elif t.requires_grad:  # a leaf: its AccumulateGrad alone
+            starts.append(t._accumulator())
+        else:
+            raise GradTypeError(f"--root {name}: {name} does not require grad, so it has no backward graph",
+                                hint=NO_GRAPH_HINT)
+    return collect(starts, tracer.name_of)
 
 
-def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bool = False) -> int:
+def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bool = False, roots=()) -> int:
     result = None
     try:
-        result, nodes = _graph(opts, fmt, output, show_saved)
+        result, nodes = _graph(opts, fmt, output, show_saved, roots or ())
     except GradcliError as err:
         return report_json(opts, result, err, {"graph": None})
     settle()
     from ..present import tables as render
-    failed = 1 if any(not c.passed for c in result.checks) else 0  # the program's own asserts
     if opts.json:
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
                                    extra={"graph": to_json(nodes, show_saved)}))
@@ -80,28 +122,19 @@ def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bo
             failed = result.error.exit_code
     elif output:
         print(f"wrote {output} ({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
-    elif not nodes:
-        print("(no graph: the last value does not require grad)")
     elif fmt == "tree":
         print_tree(nodes, show_saved)
     else:
         sys.stdout.write(text_in(fmt, nodes, show_saved))
     sys.stdout.flush()
-    render.print_failed_checks(result)
-    return failed
+    return 0
 
 
-def _graph(opts, fmt, output, show_saved):
+def _graph(opts, fmt, output, show_saved, roots):
     if fmt not in FORMATS:
-        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
-    ext = written = None
-    if output:
-        ext = os.path.splitext(output)[1].lower()
-        if ext not in OUTPUTS:
-            raise UsageError(f"-o writes .dot, .svg, .png, .mmd or .json files, not {output!r}")
-        written = OUTPUTS[ext] or "dot"
-        if fmt != "tree" and fmt != written:
-            raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
+        hint = (f"to draw an image, write it to a file: -o graph.{fmt}" if fmt in GRAPHVIZ_FORMATS else None)
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}", hint=hint)
+    written = output_format(output, fmt) if output else None
     from . import session
     prepared = session.prepare(opts)
     tracer = Tracer()
@@ -110,16 +143,33 @@ def _graph(opts, fmt, output, show_saved):
     try:
         if result.error is not None:
             raise result.error
-        nodes = graph_of(tracer)
+        nodes = graph_of(tracer, roots)
         if output:
-            if OUTPUTS[ext] is None:
-                _render(to_dot(nodes, show_saved), output, ext[1:])
-            else:
+            if written in FORMATS:
                 _write(output, text_in(written, nodes, show_saved))
+            else:
+                _render(to_dot(nodes, show_saved), output, written)
     except GradcliError as err:
         err.partial_result = result
         raise
     return result, nodes
+
+
+def output_format(output: str, fmt: str) -> str:
+    """The format ``-o FILE`` writes, from its extension: tree/dot/mermaid/json text, or any
+    format Graphviz's ``dot -T`` writes. Checked before the program runs: a bad extension or a
+    folder that does not exist is bad input (exit 2), whatever the format."""
+    ext = os.path.splitext(output)[1].lower().lstrip(".")
+    written = OUTPUTS.get(ext) or (ext if ext in GRAPHVIZ_FORMATS else None)
+    if written is None:
+        raise UsageError(f"-o cannot tell a format from {output!r}: use .dot/.gv, .mmd, .json, .txt, or an "
+                         f"image Graphviz writes ({', '.join(sorted(GRAPHVIZ_FORMATS))})")
+    if fmt != "tree" and fmt != written:
+        raise UsageError(f"--format {fmt} does not match -o {output} (the file's extension decides its format)")
+    folder = os.path.dirname(output)
+    if folder and not os.path.isdir(folder):
+        raise UsageError(f"cannot write {output}: the folder {folder} does not exist")
+    return written
 
 
 def report_json(opts, result, err, extra: dict) -> int:
@@ -133,5 +183,5 @@ def report_json(opts, result, err, extra: dict) -> int:
     print(render.json_document(result, device=opts.device, dtype=opts.dtype, error=err, extra=extra))
     if result is not None:
         render.print_failed_checks(result)
-    print(render.error_text(err, getattr(err, "source_text", None)), file=sys.stderr)
+    render.print_error(err, getattr(err, "source_text", None))
     return err.exit_code

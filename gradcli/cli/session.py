@@ -28,12 +28,16 @@ class Options:
     max_elements: int | None = None
     max_program_size: int | None = None
     max_statements: int | None = None
+    max_steps: int | None = None
+    max_depth: int | None = None
     detect_anomaly: bool = False
     timeout: float | None = None
     max_memory: int | None = None
     max_output: int | None = None
     json: bool = False
     debug: bool = False
+    of: str | None = None     # --of NAME: the value eval's auto-backward and check differentiate
+    wide: bool = False        # --wide: every column in one table
 
 
 @dataclass
@@ -146,7 +150,7 @@ class engine_state:
         self._saved = (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float,
                        creation.DEFAULT_DEVICE[0], creation._RNG[0], PRINT_OPTIONS.precision,
                        L.max_elements, L.max_program_bytes, L.max_statements, L.max_memory, L.max_output,
-                       L.itemsize)
+                       L.itemsize, L.max_steps, L.max_depth)
         return self
 
     def __exit__(self, *exc):
@@ -159,7 +163,7 @@ class engine_state:
         L = limits.LIMITS
         (grad_mode.STATE.enabled, ANOMALY.enabled, dtypes.DEFAULTS.float, creation.DEFAULT_DEVICE[0],
          creation._RNG[0], PRINT_OPTIONS.precision, L.max_elements, L.max_program_bytes,
-         L.max_statements, L.max_memory, L.max_output, L.itemsize) = self._saved
+         L.max_statements, L.max_memory, L.max_output, L.itemsize, L.max_steps, L.max_depth) = self._saved
         return False
 
 
@@ -183,6 +187,11 @@ def configure(opts: Options) -> None:
         if opts.max_statements < 1:
             raise UsageError("--max-statements must be a positive integer")
         limits.LIMITS.max_statements = opts.max_statements
+    for name in ("max_steps", "max_depth"):  # --max-steps, --max-depth
+        value = getattr(opts, name)
+        if value is not None and value < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be a positive integer")
+        setattr(limits.LIMITS, name, value or getattr(limits, f"DEFAULT_{name.upper()}"))
     dtypes.set_default_dtype(opts.dtype)
     if opts.max_elements is not None:
         if opts.max_elements < 1:
@@ -248,6 +257,8 @@ def prepare(opts: Options, stdin=None) -> Prepared:
     try:
         source = read_source(opts, stdin)
         opts.source, opts.file = source.text, None
+        if opts.seed is None:
+            opts.seed = header_seed(source.text)
         configure(opts)
         _check_declarations_size(opts, source)
         decls = parse_declarations(opts)
@@ -257,6 +268,18 @@ def prepare(opts: Options, stdin=None) -> Prepared:
         err.source_text = source.text if source is not None and err.line is not None else None
         raise
     return Prepared(source, program, decls)
+
+
+def header_seed(text: str):
+    """The seed a ``# gradcli: --seed N`` line in the program's first five lines asks for (the
+    examples' header), else None. Only ``--seed`` is read there: a program file sets no limits,
+    devices or other options; ``--seed`` on the command line wins."""
+    import re
+    for line in text.split("\n", 5)[:5]:
+        match = re.fullmatch(r"#\s*gradcli:\s*--seed[ =](\d+)\s*", line.strip())
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def run_prepared(opts: Options, prepared: Prepared, interp, configure_first: bool = True):
@@ -277,11 +300,38 @@ def run(opts: Options, on_print=None, stdin=None):
     """
     from ..lang.evaluator import Evaluator
     prepared = prepare(opts, stdin)
-    interp = Evaluator(on_print=on_print, auto_backward=not opts.no_backward)
+    interp = Evaluator(on_print=on_print, auto_backward=not opts.no_backward and not opts.of)
     result = run_prepared(opts, prepared, interp, configure_first=False)
+    if opts.of and not opts.no_backward and result.error is None:
+        _with_numpy_quiet(lambda: backward_of(opts.of, interp, result))
     if not prepared.program.body and result.note is None:
         result.note = "the program is empty: nothing to evaluate"
     return prepared.source, prepared.program, interp, result
+
+
+def backward_of(name: str, interp, result) -> None:
+    """``eval --of NAME``: the auto-backward from variable NAME instead of the last value."""
+    from ..autograd.tensor import Tensor
+    value = interp.env.get(name)
+    if not isinstance(value, Tensor):
+        what = "is not a tensor" if name in interp.env else "is not a variable of the program"
+        raise UsageError(f"--of {name}: {name} {what}")
+    if interp.explicit_backward:
+        result.note = f"--of {name} was not used: the program runs backward itself"
+    elif not value.requires_grad:
+        result.note = f"{name} does not require grad, so backward was not run"
+    elif value.numel() != 1:
+        result.note = (f"{name} has shape {list(value.shape)}, so backward was not run: gradients are implicit "
+                       f"only for one-element tensors. Reduce it (sum(), mean()) or pass a gradient: "
+                       f"{name}.backward(ones_like({name}))")
+    else:
+        try:
+            value.backward()
+        except GradcliError as err:
+            result.error = err
+            err.source_text = None
+            return
+        result.backward = "auto"
 
 
 def execute(interp, decls, program):
@@ -310,15 +360,19 @@ def _check_declarations_size(opts: Options, source: Source) -> None:
 
 
 def check_program_size(program, declarations: int = 0) -> None:
-    """The number of statements, ``with`` blocks' bodies and ``-l``/``-g`` declarations included
+    """The number of statements, ``blocks' bodies and ``-l``/``-g`` declarations included
     (counted without recursion)."""
-    from ..lang.ast import With
+    from ..lang.ast import For, FunctionDef, If, While, With
     from ..limits import check_statements
     count, stack = declarations, [program.body]
     while stack:
         body = stack.pop()
         count += len(body)
-        stack.extend(stmt.body for stmt in body if isinstance(stmt, With))
+        for stmt in body:
+            if isinstance(stmt, (With, For, While, FunctionDef, If)):
+                stack.append(stmt.body)
+                if isinstance(stmt, If):
+                    stack.append(stmt.orelse)
     check_statements(count)
 
 

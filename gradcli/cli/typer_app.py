@@ -19,11 +19,24 @@ from .commands import COMMANDS, EXAMPLES, OPTIONS
 from ..errors import UsageError
 
 app = typer.Typer(
-    add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False,
+    add_completion=True, rich_markup_mode="rich", pretty_exceptions_enable=False,
     no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
     help="See and check automatic differentiation from a terminal: PyTorch's autograd, "
          "as tables, JSON and graphs." + EXAMPLES.replace("\n\n", "\n\n\b\n", 1),
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .._version import __version__
+        print(f"gradcli {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: Optional[bool] = typer.Option(None, "--version", "-V", callback=_version, is_eager=True,
+                                                 help="Print gradcli's version and exit.")) -> None:
+    """See and check automatic differentiation from a terminal."""
 
 
 def _parameter(opt) -> inspect.Parameter:
@@ -62,14 +75,31 @@ def main(argv=None) -> int:
     return fast_main(argv)
 
 
+def _pipe_errors_propagate() -> None:
+    """Rich (typer's help) ends a closed pipe with its own ``exit 1``; let the BrokenPipeError
+    through instead, so that the closed pipe ends with 141 as everywhere else."""
+    from rich.console import Console
+
+    def on_broken_pipe(self):
+        raise BrokenPipeError(32, "Broken pipe")
+    Console.on_broken_pipe = on_broken_pipe
+
+
 def typer_main(argv: list[str]) -> int:
     """Parse with typer. Click usage errors keep exit code 2 and, under --json, a JSON document."""
     from typer._click import exceptions as click_exc
+    _pipe_errors_propagate()
     try:
         rc = app(args=argv, prog_name="gradcli", standalone_mode=False)
         return rc if isinstance(rc, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:  # click's own closed-pipe handling ends in sys.exit(1)
+        from typer._click.utils import PacifyFlushWrapper
+        if isinstance(sys.stdout, PacifyFlushWrapper):
+            from .fast import pipe_closed
+            return pipe_closed()
+        raise
     except typer.Abort:
         print("aborted", file=sys.stderr)
         return 130

@@ -31,7 +31,16 @@ Expressions:
                                expressions (ints, lists, ``Const(None)``, ``EllipsisLit``, ...)
                                or ``Slice`` nodes; ``x[0,]`` and ``x[0]`` both give ``[Num(0)]``
 - ``Slice(start, stop, step)`` ``a:b:c`` inside a subscript; each part an expression or None
-- ``Lambda(param, body)``      ``lambda g: g * 2``: param is a str, body an expression
+- ``Lambda(params, body)``     ``lambda a, b=1: a * b``: params a list of ``Param``, body an expression
+- ``Param(name, default)``     a parameter of a ``def`` or ``lambda``; default an expression or None
+- ``BoolOp(op, left, right)``  ``and`` / ``or`` (short-circuit: the evaluator evaluates ``right``
+                               only when it needs it)
+- ``Not(operand)``             ``not x``
+- ``IfExp(test, body, orelse)``  ``body if test else orelse`` (only the chosen branch runs)
+- ``ListComp(elt, generators)``  ``[elt for t in it if c ...]``; generators: list of ``Comprehension``
+- ``Comprehension(target, iter, ifs)``  one ``for ... in ... if ...`` clause; target as in ``For``
+- ``FString(parts)``           ``f"a{x:.4f}"``: parts are ``Str`` nodes and ``FormattedValue``
+- ``FormattedValue(value, conversion, spec)``  ``{value!r:spec}``; conversion ``''``/``'r'``/``'s'``
 
 Statements:
 
@@ -50,6 +59,17 @@ Statements:
 - ``With(context, body)``      ``with EXPR:`` + block; body is a non-empty list of statements.
                                The parser accepts any expression: the interpreter checks it.
 - ``Del(names, targets)``      ``del a, b``: names is a list of str, targets the ``Name`` nodes
+- ``SetItem(target, value)``   ``x.grad = None`` / ``xs[0] = 1``: target an Attribute or a Subscript
+- ``Import(module, alias)``    ``import torch.nn.functional as F`` -> module ``'torch.nn.functional'``,
+                               alias ``'F'`` (``import torch.nn`` binds ``torch``: alias None)
+- ``ImportFrom(module, names)``  ``from torch import ones as o`` -> names ``[('ones', 'o')]``
+                               (``('*', None)`` for ``import *``)
+- ``Pass()``, ``Break()``, ``Continue()``, ``Return(value)`` (value an expression or None)
+- ``If(test, body, orelse)``   orelse: a list of statements (``elif`` is an ``If`` inside it)
+- ``For(target, iter, body)``  ``for i, (a, b) in enumerate(xs):``; target a ``Name`` or a
+                               ``TupleExpr`` of targets (checked by the builder)
+- ``While(test, body)``
+- ``FunctionDef(name, params, body, decorators)``  decorators: expressions, outermost first
 
 ``Program(body, source, filename)``: body is the list of top-level statements (possibly empty).
 
@@ -68,8 +88,10 @@ from typing import Any, Iterator
 __all__ = [
     "Node", "Expr", "Stmt",
     "Num", "Str", "Const", "Name", "EllipsisLit", "ListExpr", "TupleExpr", "BinOp", "UnaryOp",
-    "Compare", "Call", "Attribute", "Subscript", "Slice", "Lambda", "SetItem",
-    "Assign", "AugAssign", "ExprStmt", "Assert", "With", "Del", "Program",
+    "Compare", "Call", "Attribute", "Subscript", "Slice", "Lambda", "Param", "BoolOp", "Not", "IfExp",
+    "ListComp", "Comprehension", "FString", "FormattedValue",
+    "Assign", "AugAssign", "ExprStmt", "Assert", "With", "Del", "SetItem", "Import", "ImportFrom",
+    "Pass", "Break", "Continue", "Return", "If", "For", "While", "FunctionDef", "Program",
     "walk", "postorder", "iter_child_nodes",
 ]
 
@@ -207,8 +229,44 @@ class Slice(Expr):
 
 
 class Lambda(Expr):
-    __slots__ = _fields = ("param", "body")
-    _child_fields = ("body",)
+    __slots__ = _fields = ("params", "body")
+    _child_fields = ("params", "body")
+
+
+class Param(Node):
+    __slots__ = _fields = ("name", "default")
+    _child_fields = ("default",)
+
+
+class BoolOp(Expr):
+    __slots__ = _fields = ("op", "left", "right")
+    _child_fields = ("left", "right")
+
+
+class Not(Expr):
+    __slots__ = _fields = _child_fields = ("operand",)
+
+
+class IfExp(Expr):
+    __slots__ = _fields = _child_fields = ("test", "body", "orelse")
+
+
+class ListComp(Expr):
+    __slots__ = _fields = _child_fields = ("elt", "generators")
+
+
+class Comprehension(Node):
+    __slots__ = _fields = ("target", "iter", "ifs")
+    _child_fields = ("iter", "ifs")
+
+
+class FString(Expr):
+    __slots__ = _fields = _child_fields = ("parts",)
+
+
+class FormattedValue(Expr):
+    __slots__ = _fields = ("value", "conversion", "spec")
+    _child_fields = ("value",)
 
 
 # ------------------------------------------------------------------------------ statements
@@ -246,6 +304,48 @@ class Del(Stmt):
     _fields = ("names",)
     _keyword_fields = {"targets": None}
     _child_fields = ("targets",)
+
+
+class Import(Stmt):
+    __slots__ = _fields = ("module", "alias")
+
+
+class ImportFrom(Stmt):
+    __slots__ = _fields = ("module", "names")
+
+
+class Pass(Stmt):
+    __slots__ = ()
+
+
+class Break(Stmt):
+    __slots__ = ()
+
+
+class Continue(Stmt):
+    __slots__ = ()
+
+
+class Return(Stmt):
+    __slots__ = _fields = _child_fields = ("value",)
+
+
+class If(Stmt):
+    __slots__ = _fields = _child_fields = ("test", "body", "orelse")
+
+
+class For(Stmt):
+    __slots__ = _fields = ("target", "iter", "body")
+    _child_fields = ("iter", "body")
+
+
+class While(Stmt):
+    __slots__ = _fields = _child_fields = ("test", "body")
+
+
+class FunctionDef(Stmt):
+    __slots__ = _fields = ("name", "params", "body", "decorators")
+    _child_fields = ("decorators", "params", "body")
 
 
 class Program(Node):

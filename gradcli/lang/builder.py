@@ -23,9 +23,10 @@ from lark import Transformer, v_args
 
 from ..errors import GradSyntaxError
 from .ast import (
-    Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit,
-    ExprStmt, Lambda, ListExpr, Name, Node, Num, Program, Slice, Str, Subscript, TupleExpr,
-    SetItem, UnaryOp, With,
+    Assert, Assign, Attribute, AugAssign, BinOp, BoolOp, Break, Call, Compare, Comprehension, Const,
+    Continue, Del, EllipsisLit, ExprStmt, FormattedValue, FString, FunctionDef, If, IfExp, Import,
+    ImportFrom, Lambda, ListComp, ListExpr, Name, Node, Not, Num, Param, Pass, Program, Return,
+    SetItem, Slice, Stmt, Str, Subscript, TupleExpr, UnaryOp, While, With, For,
 )
 from .postlex import KEYWORD_TERMINALS, UNSUPPORTED_KEYWORDS
 
@@ -49,6 +50,7 @@ class ASTBuilder(Transformer):
 
     # ----------------------------------------------------------------- program / statements
     def start(self, *statements):
+        statements = _flatten(statements)
         program = Program(list(statements))
         if statements:
             return _span(program, statements[0], statements[-1])
@@ -69,12 +71,8 @@ class ASTBuilder(Transformer):
                 if not isinstance(item, Name):
                     raise _error_at(f"cannot assign to {_describe_target(item)}: "
                                     "only plain names can be unpacked into", item)
-        elif isinstance(target, Subscript):  # x[i] = v: torch's item assignment
+        elif isinstance(target, (Attribute, Subscript)):  # x.grad = None    xs[0] = 1
             return _span(SetItem(target, value), target, value)
-        elif isinstance(target, Attribute):
-            raise _error_at(f"cannot assign to {_describe_target(target)}: only names can be "
-                            "assigned (use an in-place method such as .zero_() or .copy_() "
-                            "under no_grad(), or .requires_grad_())", target)
         else:
             raise _error_at(f"cannot assign to {_describe_target(target)}", target)
         node = Assign([n.id for n in names], value, unpack, target_nodes=list(names))
@@ -83,8 +81,8 @@ class ASTBuilder(Transformer):
     def aug_assign(self, target, op, value):
         if not isinstance(target, (Name, Attribute, Subscript)):
             what = "a tuple" if isinstance(target, TupleExpr) else _describe_target(target)
-            raise _error_at(f"cannot use {op.value} on {what}: the target must be a name "
-                            "or an attribute", target)
+            raise _error_at(f"cannot use {op.value} on {what}: the target must be a name, "
+                            "an attribute or an indexed element", target)
         return _span(AugAssign(target, op.value[:-1], value), target, value)  # "+=" -> "+"
 
     def assert_stmt(self, keyword, test, _comma, msg):
@@ -98,9 +96,154 @@ class ASTBuilder(Transformer):
         return _span(Del([n.id for n in names], targets=list(names)), keyword, target)
 
     def with_stmt(self, keyword, context, _colon, *body):
-        return _span(With(context, list(body)), keyword, body[-1])
+        body = _flatten(body)
+        return _span(With(context, body), keyword, body[-1])
+
+    def pass_stmt(self, keyword):
+        return _span(Pass(), keyword, keyword)
+
+    def break_stmt(self, keyword):
+        return _span(Break(), keyword, keyword)
+
+    def continue_stmt(self, keyword):
+        return _span(Continue(), keyword, keyword)
+
+    def return_stmt(self, keyword, value):
+        return _span(Return(value), keyword, value if value is not None else keyword)
+
+    # ----------------------------------------------------------------------- imports
+    def dotted(self, *names):
+        for name in names:
+            _check_name(name)
+        return _Dotted(".".join(n.value for n in names), names[0], names[-1])
+
+    def dotted_as(self, dotted, alias):
+        if alias is not None:
+            _check_name(alias)
+        return _Dotted(dotted.name, dotted.first, alias or dotted.last, alias.value if alias else None)
+
+    def import_as(self, name, alias):
+        for token in (name, alias):
+            if token is not None:
+                _check_name(token)
+        return _Dotted(name.value, name, alias or name, alias.value if alias else None)
+
+    def import_stmt(self, keyword, *parts):
+        # "import a, b as c" is one Import per module, as Python binds them one by one
+        nodes = [_span(Import(p.name, p.alias), keyword if i == 0 else p.first, p.last)
+                 for i, p in enumerate(q for q in parts if isinstance(q, _Dotted))]
+        return nodes[0] if len(nodes) == 1 else _Many(nodes)
+
+    def from_stmt(self, keyword, module, _import, *parts):
+        names = [(p.name, p.alias) for p in parts if isinstance(p, _Dotted)]
+        if not names:  # from x import *
+            names = [("*", None)]
+        last = [p for p in parts if p is not None][-1]
+        return _span(ImportFrom(module.name, names), keyword, last.last if isinstance(last, _Dotted) else last)
+
+    # ----------------------------------------------------------------------- compound statements
+    def if_stmt(self, keyword, test, _colon, *rest):
+        body = [r for r in rest if isinstance(r, (Node, _Many))]
+        clauses = [r for r in rest if isinstance(r, _Clause)]
+        orelse: list = []
+        # elif chains become nested Ifs, built from the last clause back (no recursion)
+        for clause in reversed(clauses):
+            if clause.test is None:
+                orelse = clause.body
+            else:
+                inner = _span(If(clause.test, clause.body, orelse), clause.keyword, (orelse or clause.body)[-1])
+                orelse = [inner]
+        return _span(If(test, _flatten(body), orelse), keyword, (orelse or body)[-1])
+
+    def elif_clause(self, keyword, test, _colon, *body):
+        return _Clause(keyword, test, _flatten(body))
+
+    def else_clause(self, keyword, _colon, *body):
+        return _Clause(keyword, None, _flatten(body))
+
+    def for_target(self, *parts):
+        items = [p for p in parts if isinstance(p, Node)]
+        commas = [p for p in parts if p is not None and not isinstance(p, Node)]
+        target = items[0] if len(items) == 1 and not commas else _span(TupleExpr(items), items[0], parts[-1] if parts[-1] is not None else items[-1])
+        _check_target(target)
+        return target
+
+    def for_stmt(self, keyword, target, _in, iterable, _colon, *body):
+        body = _flatten(body)
+        return _span(For(target, iterable, body), keyword, body[-1])
+
+    def while_stmt(self, keyword, test, _colon, *body):
+        body = _flatten(body)
+        return _span(While(test, body), keyword, body[-1])
+
+    def decorator(self, at, value, *_newline):
+        return _Decorator(at, value)
+
+    def parameter(self, name, default):
+        _check_name(name)
+        return _span(Param(name.value, default), name, default if default is not None else name)
+
+    def funcdef(self, *parts):
+        decorators = [p for p in parts if isinstance(p, _Decorator)]
+        tokens = [p for p in parts if p is not None and not isinstance(p, (Node, _Decorator))]
+        def_token, name = tokens[0], tokens[1]
+        _check_name(name)
+        params = _check_params([p for p in parts if isinstance(p, Param)])
+        body = _flatten([p for p in parts if isinstance(p, (Stmt, _Many))])
+        first = decorators[0].at if decorators else def_token
+        node = FunctionDef(name.value, params, body, [d.value for d in decorators])
+        return _span(node, first, body[-1])
 
     # ----------------------------------------------------------------------- expressions
+    def ifexp(self, body, test, orelse):
+        return _span(IfExp(test, body, orelse), body, orelse)
+
+    def or_test(self, left, right):
+        return _span(BoolOp("or", left, right), left, right)
+
+    def and_test(self, left, right):
+        return _span(BoolOp("and", left, right), left, right)
+
+    def not_test(self, keyword, operand):
+        return _span(Not(operand), keyword, operand)
+
+    def in_(self, left, right):
+        return _span(Compare("in", left, right), left, right)
+
+    def not_in(self, left, right):
+        return _span(Compare("not in", left, right), left, right)
+
+    def is_(self, left, right):
+        return _span(Compare("is", left, right), left, right)
+
+    def is_not(self, left, right):
+        return _span(Compare("is not", left, right), left, right)
+
+    def mod(self, left, right):
+        return _span(BinOp("%", left, right), left, right)
+
+    def floordiv(self, left, right):
+        return _span(BinOp("//", left, right), left, right)
+
+    def comp_for(self, keyword, target, _in, iterable, *ifs):
+        node = Comprehension(target, iterable, [c for c in ifs if c is not None])
+        return _span(node, keyword, ifs[-1] if ifs else iterable)
+
+    def comp_if(self, _keyword, test):
+        return test
+
+    def listcomp(self, open_, elt, *rest):
+        *generators, close = rest
+        return _span(ListComp(elt, list(generators)), open_, close)
+
+    def call_genexp(self, func, _open, elt, *rest):  # sum(x for x in xs): the list, then the call
+        *generators, close = rest
+        comp = _span(ListComp(elt, list(generators)), elt, close)
+        return _span(Call(func, [comp], [], kwarg_positions=[]), func, close)
+
+    def fstring(self, token):
+        return _span(_fstring(token), token, token)
+
     def tuple(self, *parts):  # items, and the brackets and commas of "(a, b)"
         items = [p for p in parts if isinstance(p, Node)]
         return _span(TupleExpr(items), parts[0], parts[-1])
@@ -112,9 +255,10 @@ class ASTBuilder(Transformer):
     def paren(self, _open, value, _close):
         return value
 
-    def lambdef(self, keyword, param, _colon, body):
-        _check_name(param)
-        return _span(Lambda(param.value, body), keyword, body)
+    def lambdef(self, keyword, *rest):
+        body = rest[-1]
+        params = _check_params([p for p in rest[:-1] if isinstance(p, Param)])
+        return _span(Lambda(params, body), keyword, body)
 
     def neg(self, minus, operand):
         return _span(UnaryOp("-", operand), minus, operand)
@@ -201,6 +345,8 @@ class ASTBuilder(Transformer):
         return _span(Num(_number_value(token)), token, token)
 
     def string(self, token):
+        if token.value[0] in "fF":  # f"...": an f-string
+            return _span(_fstring(token), token, token)
         return _span(Str(_decode_string(token)), token, token)
 
     def true(self, token):
@@ -214,6 +360,75 @@ class ASTBuilder(Transformer):
 
     def ellipsis(self, token):
         return _span(EllipsisLit(), token, token)
+
+
+class _Dotted:
+    """A dotted module name (and its alias) while an import is being built."""
+    __slots__ = ("name", "first", "last", "alias")
+
+    def __init__(self, name, first, last, alias=None):
+        self.name, self.first, self.last, self.alias = name, first, last, alias
+
+
+class _Many:
+    """Several statements from one (``import a, b``), spliced into the enclosing block."""
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+
+class _Clause:
+    """An ``elif``/``else`` clause while its ``if`` is being built (test None for else)."""
+    __slots__ = ("keyword", "test", "body")
+
+    def __init__(self, keyword, test, body):
+        self.keyword, self.test, self.body = keyword, test, body
+
+
+class _Decorator:
+    __slots__ = ("at", "value")
+
+    def __init__(self, at, value):
+        self.at, self.value = at, value
+
+
+def _flatten(statements) -> list:
+    """The statements of a block, with ``_Many`` groups spliced in."""
+    out: list = []
+    for s in statements:
+        if isinstance(s, _Many):
+            out.extend(s.nodes)
+        elif s is not None:
+            out.append(s)
+    return out
+
+
+def _check_target(target) -> None:
+    """A loop's target: names, or tuples of them (``for i, (a, b) in ...``); explicit stack."""
+    stack = [target]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (TupleExpr, ListExpr)):
+            if not node.items:
+                raise _error_at("cannot assign to an empty tuple", node)
+            stack.extend(node.items)
+        elif not isinstance(node, Name):
+            raise _error_at(f"cannot assign to {_describe_target(node)}: a loop binds names", node)
+
+
+def _check_params(params: list) -> list:
+    seen: set = set()
+    has_default = False
+    for p in params:
+        if p.name in seen:
+            raise _error_at(f"duplicate argument '{p.name}' in function definition", p)
+        seen.add(p.name)
+        if p.default is not None:
+            has_default = True
+        elif has_default:
+            raise _error_at("parameter without a default follows parameter with a default", p)
+    return params
 
 
 class _Kwarg:
@@ -268,7 +483,8 @@ _ESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[xu
 def _decode_string(token: Any) -> str:
     """Decode a STRING token's escapes (never with eval): \\n \\t \\r \\0 \\\\ \\' \\" \\a \\b
     \\f \\v \\xhh \\uhhhh \\Uhhhhhhhh; an unknown escape keeps its backslash, as in Python."""
-    body = token.value[1:-1]
+    quotes = 3 if token.value[:3] in ('"""', "\'\'\'") else 1  # a LONG_STRING's triple quotes
+    body = token.value[quotes:-quotes]
     if "\\" not in body:
         return body
 
@@ -287,3 +503,106 @@ def _decode_string(token: Any) -> str:
         return _ESCAPES.get(esc, "\\" + esc)
 
     return _ESCAPE_RE.sub(replace, body)
+
+
+# ------------------------------------------------------------------------------ f-strings
+
+# The replacement fields of f-strings met during a parse, as (FormattedValue, source, line,
+# column): their expressions are parsed by the parser once the enclosing program is parsed
+# (the LALR parser is not re-entrant), then filled in. See parser.parse.
+PENDING_FIELDS: list = []
+
+
+def _fstring(token: Any) -> FString:
+    """``f"a{x!r:.4f}b"`` -> FString([Str('a'), FormattedValue(<x, filled later>, 'r', '.4f'),
+    Str('b')]). ``{{``/``}}`` are braces; the literal parts are decoded like strings."""
+    body = token.value[2:-1]
+    parts: list = []
+    literal: list = []
+    i, n = 0, len(body)
+    while i < n:
+        ch = body[i]
+        if ch in "{}" and body[i + 1:i + 2] == ch:
+            literal.append(ch)
+            i += 2
+            continue
+        if ch == "}":
+            raise _fstring_error("single '}' is not allowed", token, i)
+        if ch != "{":
+            literal.append(ch)
+            i += 1
+            continue
+        if literal:
+            parts.append(Str(_decode_text("".join(literal), token)))
+            literal = []
+        end, expr_end, conversion, spec = _field_extent(body, i, token)
+        expr = body[i + 1:expr_end]
+        if not expr.strip():
+            raise _fstring_error("f-string: empty expression not allowed", token, i)
+        field = FormattedValue(None, conversion, spec, line=token.line, column=token.column + 2 + i)
+        PENDING_FIELDS.append((field, expr, token.line, token.column + 3 + i))
+        parts.append(field)
+        i = end + 1
+    if literal:
+        parts.append(Str(_decode_text("".join(literal), token)))
+    return FString(parts)
+
+
+def _field_extent(body: str, start: int, token: Any):
+    """Where the field opened at ``start`` ends: (index of its '}', end of the expression,
+    conversion, format spec). Brackets and quotes inside the expression are skipped."""
+    depth, quote = 0, None
+    i = start + 1
+    expr_end = conversion_at = None
+    while i < len(body):
+        ch = body[i]
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}" and depth:
+            depth -= 1
+        elif depth == 0 and ch == "!" and body[i + 1:i + 2] != "=" and conversion_at is None:
+            expr_end = expr_end or i
+            conversion_at = i
+        elif depth == 0 and ch == ":" :
+            expr_end = expr_end or i
+            close = body.find("}", i)
+            if close < 0:
+                break
+            spec = body[i + 1:close]
+            if "{" in spec:
+                raise _fstring_error("f-string: nested fields in a format spec are not supported", token, i)
+            return close, expr_end, _conversion(body, conversion_at, i, token), spec
+        elif depth == 0 and ch == "}":
+            return i, expr_end or i, _conversion(body, conversion_at, i, token), ""
+        i += 1
+    raise _fstring_error("f-string: expecting '}'", token, start)
+
+
+def _conversion(body: str, at, end: int, token: Any) -> str:
+    if at is None:
+        return ""
+    text = body[at + 1:end]
+    if text not in ("r", "s"):
+        raise _fstring_error("f-string: invalid conversion character: expected 'r' or 's'", token, at)
+    return text
+
+
+def _fstring_error(message: str, token: Any, offset: int) -> GradSyntaxError:
+    return GradSyntaxError(message, line=token.line, column=token.column + 2 + offset)
+
+
+class _Text:
+    """A string's text standing in for a token, for :func:`_decode_string`."""
+    __slots__ = ("value", "line", "column")
+
+    def __init__(self, value, line, column):
+        self.value, self.line, self.column = value, line, column
+
+
+def _decode_text(text: str, token: Any) -> str:
+    return _decode_string(_Text('"' + text + '"', token.line, token.column))

@@ -2,8 +2,10 @@
 
 :class:`Evaluator` runs statements one by one and evaluates expressions with explicit stacks:
 a 10,000-deep nesting, a 100,000-term sum or ``with`` blocks nested 500 deep never touch
-Python's recursion limit. What each statement and each kind of expression does is looked up
-in one table per kind (:data:`_STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
+Python's recursion limit; blocks (``if``, loops, ``with``) run on a stack of frames, and calls
+of the program's own functions on the driver's stack of generators (:meth:`Evaluator._drive`).
+What each statement and each kind of expression does is looked up in one table per kind
+(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
 :mod:`gradcli.lang.values`; everything a program can name or call goes through
 :mod:`gradcli.lang.sandbox`.
 
@@ -17,37 +19,32 @@ from __future__ import annotations
 from functools import partial
 
 from ..autograd.engine import detect_anomaly, set_detect_anomaly
-from ..autograd.grad_mode import _DecoratorContextManager
+from ..autograd.grad_mode import STATE as _GRAD, _DecoratorContextManager
 from ..autograd.introspection import saved_tensors_hooks
+from ..autograd.tensor import Tensor
+from ..errors import GradcliError, GradNameError, GradSyntaxError, GradTypeError, LimitError
+from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
+from . import modules, sandbox
+from .ast import (
+    Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, For, FormattedValue,
+    FString, If, IfExp, Lambda, ListComp, ListExpr, Name, Not, Num, Return, Slice, Str, Subscript,
+    TupleExpr, UnaryOp, While, With,
+)
+from .implicit_backward import run_implicit_backward
+from .modules import Module
+from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
+from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, registered_builtins, suggest
+from .values import (
+    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, subscript,
+    translate_exception, truth, type_name, unary_op, unpack,
+)
+
 
 # What ``with`` accepts: torch's grad-mode forms and the autograd context managers.
 CONTEXT_MANAGERS = (_DecoratorContextManager, detect_anomaly, set_detect_anomaly, saved_tensors_hooks)
-from ..autograd.tensor import Tensor
-from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
-from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
-from . import sandbox
-from .ast import (
-    Assert, Assign, Attribute, AugAssign, BinOp, Call, Compare, Const, Del, EllipsisLit, ExprStmt,
-    Lambda, ListExpr, Name, Num, SetItem, Slice, Str, Subscript, TupleExpr, UnaryOp, With,
-)
-from .implicit_backward import run_implicit_backward
-from ..ops.registry import INPLACE_OPERATORS
-from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, registered_builtins, suggest
-from .values import (
-    UserFunction, binary_op, compare, display, setitem, subscript, translate_exception, type_name, unary_op,
-    unpack,
-)
 
 
 # ------------------------------------------------------------------------------ results
-
-class Check:
-    """One ``assert`` of the program: its line, whether it held, its message."""
-    __slots__ = ("line", "passed", "message")
-
-    def __init__(self, line, passed, message):
-        self.line, self.passed, self.message = line, passed, message
-
 
 class RunResult:
     """What a program did: its variables, output, checks, and whether backward ran."""
@@ -91,8 +88,29 @@ class Observer:
 
 # ------------------------------------------------------------------------------ the evaluator
 
-class Evaluator:
-    """Evaluates statements one by one, keeping variables in order of first binding."""
+class _Push:
+    """What a combine step returns when the node's value is another node's (``a and b``, ``x if c
+    else y``): the evaluation stack evaluates that node in its place."""
+    __slots__ = ("node",)
+
+    def __init__(self, node):
+        self.node = node
+
+
+# Kinds of block frames (statement stacks) besides a plain block.
+_WITH, _FOR, _WHILE, _IF = "with", "for", "while", "if"
+_DONE = object()
+_TOP_FRAMES = (None, _WITH)  # a statement here is one of the program's top-level statements
+
+
+class Evaluator(Statements):
+    """Evaluates statements one by one, keeping variables in order of first binding.
+
+    Control flow and calls never use Python's recursion: each block runs on an explicit stack
+    of frames (:meth:`_block_gen`), expressions on an explicit stack of nodes (:meth:`_eval_gen`),
+    and a call of the program's own function is a request (:class:`_Pending`) that the driver
+    (:meth:`_drive`) answers by pushing a new generator on its stack, within ``--max-depth``.
+    Every statement and loop iteration is a step, within ``--max-steps``."""
 
     def __init__(self, *, on_print=None, auto_backward: bool = True, observers=()):
         self.env: dict[str, object] = {}
@@ -103,6 +121,8 @@ class Evaluator:
         self.explicit_backward = False
         self.last_stmt = None
         self.last_value = None
+        self.steps = 0
+        self.depth = 0
         self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
         self.printed_chars = 0
@@ -116,7 +136,7 @@ class Evaluator:
     def run(self, program) -> RunResult:
         """Run every statement; stop at the first error (recorded in ``result.error``)."""
         try:
-            self._run_block(program.body)
+            self._drive(self._block_gen(program.body, None))
             if self.explicit_backward:
                 self.result.backward = "explicit"
             elif self.auto_backward:
@@ -125,7 +145,9 @@ class Evaluator:
             self.result.error = err
             if self.explicit_backward:
                 self.result.backward = "explicit"
-        self.result.variables = [(n, self.env[n]) for n in self.order if n in self.env]
+        except RecursionError:
+            self.result.error = LimitError("maximum recursion depth exceeded (values or hooks nested too deeply)")
+        self.result.variables = [(n, self.env[n]) for n in self.order if n in self.env and _listed(self.env[n])]
         self.result.last_value = self.last_value
         return self.result
 
@@ -139,55 +161,205 @@ class Evaluator:
                 value.requires_grad_(True)
         self._bind(name, value)
 
-    def _run_block(self, body) -> None:
-        # An explicit stack of (statements, position, context manager) frames: nested
-        # ``with`` blocks never recurse.
-        frames = [[body, 0, None]]
+    def evaluate(self, node, scope=None):
+        """An expression's value (its calls of the program's functions run on the driver)."""
+        return self._drive(self._eval_gen(node, scope if scope is not None else _EMPTY))
+
+    def call_function(self, fn, args, kwargs):
+        """Call one of the program's functions from Python (a hook run by backward)."""
+        return self._drive(self._function_gen(fn, args, kwargs))
+
+    def _drive(self, gen):
+        """Run ``gen`` and the calls it requests, each a generator on this explicit stack; an
+        error raised in a callee is thrown into its caller at the call, as Python would."""
+        stack = [gen]
+        value = error = None
+        while True:
+            current = stack[-1]
+            try:
+                if error is not None:
+                    request, error = current.throw(error), None
+                else:
+                    request = current.send(value)
+            except StopIteration as stop:
+                stack.pop()
+                if not stack:
+                    return stop.value
+                value = stop.value
+                continue
+            except Exception as exc:
+                stack.pop()
+                if not stack:
+                    raise
+                error, value = exc, None
+                continue
+            stack.append(self._function_gen(request.fn, request.args, request.kwargs))
+            value = None
+
+    def _tick(self, node) -> None:
+        self.steps += 1
+        if self.steps > LIMITS.max_steps:
+            raise LimitError(f"the program ran more than {LIMITS.max_steps:,} steps (statements and loop "
+                             "iterations): an endless loop?", hint="raise it with --max-steps N"
+                             ).at(node.line, node.column)
+
+    def _function_gen(self, fn, args, kwargs):
+        """One call of a program's function: its frame, within ``--max-depth``, in the grad mode
+        its decorator asks for."""
+        if self.depth >= LIMITS.max_depth:
+            raise LimitError(f"maximum recursion depth exceeded: calls nested more than {LIMITS.max_depth:,} "
+                             f"deep (in {fn.name})", hint="raise it with --max-depth N")
+        scope = fn.bind(args, kwargs)
+        self.depth += 1
+        previous = _GRAD.enabled
+        if fn.grad_mode is not None:
+            _GRAD.enabled = fn.grad_mode
+        try:
+            if fn.is_lambda:
+                return (yield from self._eval_gen(fn.body, scope))
+            return (yield from self._block_gen(fn.body, scope))
+        finally:
+            self.depth -= 1
+            if fn.grad_mode is not None:
+                _GRAD.enabled = previous
+
+    # ----------------------------------------------------------------- blocks
+    def _block_gen(self, body, scope):
+        """Run a block (``scope`` None: the program's top level, else a call's variables) on an
+        explicit stack of frames ``[statements, next index, kind, state]``: nested blocks, loops
+        and ``with`` never recurse. Returns the value of a ``return``."""
+        frames = [[body, 0, None, None]]
         try:
             while frames:
                 frame = frames[-1]
-                stmts, i, _ = frame
+                stmts = frame[0]
+                i = frame[1]
                 if i >= len(stmts):
+                    kind = frame[2]
+                    if kind is _FOR:
+                        stmt, iterator = frame[3]
+                        item = next(iterator, _DONE)
+                        if item is _DONE:
+                            frames.pop()
+                        else:
+                            self._tick(stmt)
+                            self._bind_target(stmt.target, item, scope, stmt)
+                            frame[1] = 0
+                        continue
+                    if kind is _WHILE:
+                        stmt = frame[3]
+                        self._tick(stmt)
+                        test = yield from self._eval_gen(stmt.test, scope or _EMPTY)
+                        if self._truth(test, stmt.test):
+                            frame[1] = 0
+                        else:
+                            frames.pop()
+                        continue
                     frames.pop()
-                    if frame[2] is not None:
-                        frame[2].__exit__(None, None, None)
+                    if kind is _WITH:
+                        frame[3].__exit__(None, None, None)
                     continue
                 frame[1] = i + 1
                 stmt = stmts[i]
-                if isinstance(stmt, With):
-                    ctx = self._context(stmt)
-                    ctx.__enter__()
-                    self.last_stmt = stmt
-                    frames.append([stmt.body, 0, ctx])
+                self._tick(stmt)
+                top = scope is None and frame[2] in _TOP_FRAMES and all(f[2] in _TOP_FRAMES for f in frames)
+                cls = stmt.__class__
+                if cls not in _BLOCKS:
+                    yield from self._simple_gen(stmt, scope, top)
                     continue
-                self._exec(stmt)
+                if top:
+                    self.last_stmt, self.last_value = stmt, None
+                if cls is Return:
+                    if scope is None:
+                        raise GradSyntaxError("'return' outside function").at(stmt.line, stmt.column)
+                    if stmt.value is None:
+                        return None
+                    return (yield from self._eval_gen(stmt.value, scope))
+                if cls is Break or cls is Continue:
+                    self._leave_loop(frames, stmt)
+                    continue
+                new = yield from _BLOCKS[cls](self, stmt, scope)
+                if new is not None:
+                    frames.append(new)
+            return None
         finally:
             for frame in reversed(frames):
-                if frame[2] is not None:
-                    frame[2].__exit__(None, None, None)
+                if frame[2] is _WITH:
+                    frame[3].__exit__(None, None, None)
 
-    def _context(self, stmt):
-        ctx = self.evaluate(stmt.context)
+    @staticmethod
+    def _leave_loop(frames, stmt) -> None:
+        """``break``/``continue``: unwind to the innermost loop (leaving ``with`` blocks on the way)."""
+        while frames and frames[-1][2] not in (_FOR, _WHILE):
+            frame = frames.pop()
+            if frame[2] is _WITH:
+                frame[3].__exit__(None, None, None)
+        if not frames:
+            word = "break" if stmt.__class__ is Break else "continue"
+            raise GradSyntaxError(f"'{word}' outside loop").at(stmt.line, stmt.column)
+        if stmt.__class__ is Break:
+            frames.pop()
+        else:
+            frames[-1][1] = len(frames[-1][0])
+
+    def _if_gen(self, stmt, scope):
+        test = yield from self._eval_gen(stmt.test, scope or _EMPTY)
+        branch = stmt.body if self._truth(test, stmt.test) else stmt.orelse
+        return [branch, 0, _IF, None] if branch else None
+
+    def _for_gen(self, stmt, scope):
+        value = yield from self._eval_gen(stmt.iter, scope or _EMPTY)
+        try:
+            iterator = iterate(value)
+        except GradcliError as err:
+            raise err.at(stmt.iter.line, stmt.iter.column)
+        return [stmt.body, len(stmt.body), _FOR, (stmt, iterator)]  # at its end: the first item
+
+    def _while_gen(self, stmt, scope):
+        return [stmt.body, len(stmt.body), _WHILE, stmt]  # at its end: the first test
+        yield  # a generator, as every block rule
+
+    def _with_gen(self, stmt, scope):
+        ctx = yield from self._eval_gen(stmt.context, scope or _EMPTY)
+        if isinstance(ctx, BuiltinRef) and ctx.fn in (sandbox.no_grad, sandbox.enable_grad):
+            ctx = ctx.fn()
         if not isinstance(ctx, CONTEXT_MANAGERS):
             raise GradTypeError("with expects no_grad(), enable_grad(), set_grad_enabled(flag), inference_mode(), "
                                 "detect_anomaly() or saved_tensors_hooks(pack, unpack), "
                                 f"not {type_name(ctx)}").at(stmt.context.line, stmt.context.column)
-        return ctx
+        ctx.__enter__()
+        return [stmt.body, 0, _WITH, ctx]
 
-    def _exec(self, stmt) -> None:
+    def _truth(self, value, node) -> bool:
+        try:
+            return truth(value)
+        except GradcliError as err:
+            raise err.at(node.line, node.column)
+
+    def _simple_gen(self, stmt, scope, top):
+        """A simple statement. Observers see those of the program's own level (``scope`` None:
+        in loops and ``if`` too, not inside functions); ``top`` ones (not in a loop or ``if``)
+        are also what the implicit backward reads."""
         if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
             raise timeout_error().at(stmt.line, stmt.column)
-        for observer in self.observers:
-            observer.before_statement(stmt)
-        self.last_stmt = stmt
-        self.last_value = None
+        observed = scope is None and self.observers
+        if observed:
+            for observer in self.observers:
+                observer.before_statement(stmt)
+        if top:
+            self.last_stmt = stmt
         execute = _STATEMENTS.get(stmt.__class__)
         if execute is None:
             raise GradTypeError(f"unsupported statement {type(stmt).__name__}").at(stmt.line, stmt.column)
-        execute(self, stmt)
-        for observer in self.observers:
-            observer.after_statement(stmt, self.last_value)
+        value = yield from execute(self, stmt, scope)
+        if top:
+            self.last_value = value
+        if observed:
+            for observer in self.observers:
+                observer.after_statement(stmt, value)
+        return value
 
+    # ----------------------------------------------------------------- binding names
     def _bind(self, name: str, value) -> None:
         if name not in self.env:
             self.order.pop(name, None)  # bound again after del: it moves to the end
@@ -196,94 +368,35 @@ class Evaluator:
         for observer in self.observers:
             observer.on_bind(name, value)
 
-    # ----------------------------------------------------------------- statements
-    def _assign(self, stmt) -> None:
-        value = self.evaluate(stmt.value)
-        if stmt.unpack:
-            try:
-                values = unpack(value, len(stmt.targets))
-            except GradTypeError as err:
-                raise err.at(stmt.line, stmt.column)
-            for name, v in zip(stmt.targets, values):
-                self._bind(name, v)
+    def _assign_name(self, name, value, scope) -> None:
+        if scope is None:
+            self._bind(name, value)
         else:
-            self._bind(stmt.targets[0], value)
-        self.last_value = value
+            scope[name] = value
 
-    def _expr_stmt(self, stmt) -> None:
-        self.last_value = self.evaluate(stmt.value)
-
-    def _set_item(self, stmt) -> None:
-        """``x[i] = v``: torch's item assignment (the object and index evaluated once, then the value)."""
-        obj, index = self._item_target(stmt.target)
-        value = self.evaluate(stmt.value)
-        try:
-            setitem(obj, index, value)
-        except GradcliError as err:
-            raise err.at(stmt.line, stmt.column)
-        self.last_value = value
-
-    def _item_target(self, target):
-        return self.evaluate(target.value), [self.evaluate(i) for i in target.index]
-
-    def _aug_assign(self, stmt) -> None:
-        target = stmt.target
-        item = None
-        if isinstance(target, Name):
-            current = self._lookup(target.id, target, {})
-        elif isinstance(target, Subscript):  # x[i] += v: Python's x[i] = x[i].__iadd__(v)
-            item = self._item_target(target)
+    def _bind_target(self, target, value, scope, stmt) -> None:
+        """Bind a loop's target (a name or nested tuples of names) to ``value``; explicit stack."""
+        stack = [(target, value)]
+        while stack:
+            node, v = stack.pop()
+            if node.__class__ is Name:
+                self._assign_name(node.id, v, scope)
+                continue
             try:
-                current = subscript(*item)
+                items = unpack(v, len(node.items))
             except GradcliError as err:
-                raise err.at(target.line, target.column)
-        else:
-            current = self.evaluate(target)
-        value = self.evaluate(stmt.value)
-        if isinstance(current, Tensor):  # in place, as torch does: w.data -= g
-            self._call(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
-            result = current
-            if item is not None:
-                try:
-                    setitem(item[0], item[1], result)
-                except GradcliError as err:
-                    raise err.at(stmt.line, stmt.column)
-                return
-        else:
-            result = binary_op(stmt.op, current, value)
-            if isinstance(target, Attribute):
-                raise GradTypeError("can only update tensors in place through an attribute").at(stmt.line, stmt.column)
-        if isinstance(target, Name):
-            self._bind(target.id, result)
-
-    def _assert(self, stmt) -> None:
-        value = self.evaluate(stmt.test)
-        message = None if stmt.msg is None else self.evaluate(stmt.msg)
-        if isinstance(value, Tensor):
-            if value.numel() != 1:
-                raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous "
-                                    "(use .all() or allclose)").at(stmt.test.line, stmt.test.column)
-            passed = bool(value.item())
-        else:
-            passed = bool(value)
-        text = message if isinstance(message, str) or message is None else display(message)
-        self.result.checks.append(Check(stmt.line, passed, text))
-
-    def _del(self, stmt) -> None:
-        for name, node in zip(stmt.names, stmt.targets):
-            if name not in self.env:
-                raise self._unknown(name, node)
-            del self.env[name]
+                raise err.at(stmt.line, stmt.column)
+            stack.extend(reversed(list(zip(node.items, items))))
 
     # ----------------------------------------------------------------- expressions
-    def evaluate(self, node, scope=None):
+    def _eval_gen(self, node, scope):
         """Evaluate an expression iteratively (explicit stack; no recursion on depth).
 
         Stack entries are ``(node, None, 0)`` for a node to visit, and ``(node, combine,
         count)`` once its ``count`` children are being evaluated; their values are then the
-        last ``count`` entries of ``values``, and ``combine`` makes the node's value of them.
-        Leaves (names, literals, lambdas) have their value at once."""
-        scope = scope if scope is not None else {}
+        last ``count`` entries of ``values``, and ``combine`` makes the node's value of them
+        (or a :class:`_Push` of the node whose value it is, or a :class:`_Pending` call that
+        this generator hands to the driver). Leaves (names, literals) have their value at once."""
         stack = [(node, None, 0)]
         values: list = []
         push = stack.append
@@ -293,6 +406,12 @@ class Evaluator:
             if combine is None:
                 rule = _EXPRESSIONS.get(n.__class__)
                 if rule is None:
+                    if n.__class__ is ListComp:
+                        try:
+                            values.append((yield from self._listcomp_gen(n, scope)))
+                        except GradcliError as err:
+                            raise err.at(n.line, n.column)
+                        continue
                     raise GradTypeError(f"unsupported expression {n.__class__.__name__}")
                 children, combine = rule
                 if children is None:  # a leaf
@@ -309,15 +428,55 @@ class Evaluator:
                     del values[len(values) - count:]
                 else:
                     args = []
-                values.append(combine(self, n, args, scope))
+                value = combine(self, n, args, scope)
+                if value.__class__ is _Pending:
+                    value = yield value
+                elif value.__class__ is _Push:
+                    push((value.node, None, 0))
+                    continue
+                values.append(value)
             except GradcliError as err:
                 raise err.at(n.line, n.column)
             except RecursionError:
-                raise LimitError("maximum recursion depth exceeded: a lambda or hook that calls itself (directly "
+                raise LimitError("maximum recursion depth exceeded: a hook that calls itself (directly "
                                  "or through backward()), or values nested too deeply").at(n.line, n.column) from None
             except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
                 raise translate_exception(exc).at(n.line, n.column) from None
         return values[-1]
+
+    def _listcomp_gen(self, n, scope):
+        """``[elt for t in it if c for ...]``: the clauses' iterators on an explicit stack, in a
+        scope of their own (its names do not leak, as in Python 3)."""
+        local = dict(scope)
+        generators = n.generators
+        out: list = []
+        first = yield from self._eval_gen(generators[0].iter, local)
+        iterators = [iterate(first)]
+        while iterators:
+            item = next(iterators[-1], _DONE)
+            if item is _DONE:
+                iterators.pop()
+                continue
+            level = len(iterators) - 1
+            clause = generators[level]
+            self._tick(clause)
+            self._bind_target(clause.target, item, local, clause)
+            keep = True
+            for condition in clause.ifs:
+                test = yield from self._eval_gen(condition, local)
+                if not self._truth(test, condition):
+                    keep = False
+                    break
+            if not keep:
+                continue
+            if level + 1 < len(generators):
+                inner = yield from self._eval_gen(generators[level + 1].iter, local)
+                iterators.append(iterate(inner))
+                continue
+            out.append((yield from self._eval_gen(n.elt, local)))
+            if len(out) > MAX_SEQUENCE:
+                raise LimitError(f"a list of more than {MAX_SEQUENCE:,} items")
+        return out
 
     def _lookup(self, name, node, scope):
         if name in scope:
@@ -326,6 +485,8 @@ class Evaluator:
             return self.env[name]
         if name in CONSTANTS:
             return CONSTANTS[name]
+        if name in PYTHON_BUILTINS and name in self.builtins:
+            return BuiltinRef(name, self.builtins[name])
         if name in self.builtins:
             raise GradTypeError(f"'{name}' is a function: call it, e.g. {name}(...)").at(node.line, node.column)
         raise self._unknown(name, node, scope)
@@ -347,9 +508,7 @@ class Evaluator:
             name = func.id
             if name in scope or name in self.env:
                 target = scope[name] if name in scope else self.env[name]
-                if not isinstance(target, UserFunction):
-                    raise GradTypeError(f"'{type_name(target)}' object is not callable")
-                return self._call(target, args, kwargs, n)
+                return self._call_value(target, args, kwargs, n)
             fn = self.builtins.get(name)
             if fn is None:
                 raise GradNameError(f"unknown function '{name}'{suggest(name, self.builtins)}")
@@ -357,14 +516,21 @@ class Evaluator:
         if func.__class__ is Attribute:
             obj, args = args[0], args[1:]
             name = func.attr
-            fn = sandbox.method(obj, name)
             if name == "backward" or name == "grad":
                 self.explicit_backward = True
+            if obj.__class__ is Module:  # torch.ones(2), F.relu(x)
+                return self._call_value(modules.member(obj, name), args, kwargs, n)
+            fn = sandbox.method(obj, name)
             return self._call(fn, (obj, *args), kwargs, n)
-        target = args[0]
-        if not isinstance(target, UserFunction):
-            raise GradTypeError(f"'{type_name(target)}' object is not callable")
-        return self._call(target, args[1:], kwargs, n)
+        return self._call_value(args[0], args[1:], kwargs, n)
+
+    def _call_value(self, target, args, kwargs, n):
+        """Call a value: one of the program's functions (on the frame stack) or a whitelisted one."""
+        if target.__class__ is UserFunction:
+            return _Pending(target, args, kwargs)
+        if target.__class__ is BuiltinRef:
+            return self._call(target.fn, args, kwargs, n)
+        raise GradTypeError(f"'{type_name(target)}' object is not callable")
 
     def _invoke(self, fn, args, kwargs, node):
         """The call itself, once the observers have seen it."""
@@ -375,7 +541,7 @@ class Evaluator:
             self.explicit_backward = True
         return sandbox.call(fn, args, kwargs)
 
-    def _print(self, *args, sep=" ", end="\n"):
+    def _print(self, *args, sep=" ", end="\n", flush=False):
         left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text
         text = str(sep).join(display(a, left) for a in args)
         check_output(len(text), "the printed text", left)
@@ -386,15 +552,24 @@ class Evaluator:
         return None
 
 
+def _listed(value) -> bool:
+    """Whether a variable is listed in the results (modules and ``def`` functions are not)."""
+    return not (value.__class__ is Module or value.__class__ is BuiltinRef
+                or (value.__class__ is UserFunction and not value.is_lambda))
+
+
 # ------------------------------------------------------------------------------ the dispatch tables
 
-_STATEMENTS = {
-    Assign: Evaluator._assign,
-    ExprStmt: Evaluator._expr_stmt,
-    AugAssign: Evaluator._aug_assign,
-    SetItem: Evaluator._set_item,
-    Assert: Evaluator._assert,
-    Del: Evaluator._del,
+
+# Statements that open a block (their rule returns the new frame) or leave one.
+_BLOCKS = {
+    If: Evaluator._if_gen,
+    For: Evaluator._for_gen,
+    While: Evaluator._while_gen,
+    With: Evaluator._with_gen,
+    Return: None,
+    Break: None,
+    Continue: None,
 }
 
 
@@ -418,6 +593,42 @@ def _call_children(n):
     return (*head, *n.args, *(v for _, v in n.kwargs))
 
 
+def _lambda_children(n):
+    return tuple(p.default for p in n.params if p.default is not None)
+
+
+def _make_lambda(ev, n, defaults, scope):
+    values = iter(defaults)
+    params = [(p.name, _MISSING if p.default is None else next(values)) for p in n.params]
+    return UserFunction("<lambda>", params, n.body, True, ev, scope if scope else None)
+
+
+def _bool_op(ev, n, args, scope):
+    left = args[0]
+    if truth(left) == (n.op == "or"):  # "or" stops at a true value, "and" at a false one
+        return left
+    return _Push(n.right)
+
+
+def _fstring_children(n):
+    return tuple(p.value for p in n.parts if p.__class__ is FormattedValue)
+
+
+def _fstring(ev, n, args, scope):
+    from .formatting import format_value  # only programs with f-strings need it (start-up time)
+    values = iter(args)
+    out = []
+    for part in n.parts:
+        if part.__class__ is FormattedValue:
+            out.append(format_value(next(values), part.spec, part.conversion))
+        else:
+            out.append(part.value)
+    text = "".join(out)
+    if len(text) > MAX_SEQUENCE:
+        raise LimitError(f"a string of more than {MAX_SEQUENCE:,} characters")
+    return text
+
+
 # node class -> (children, combine): ``children(node)`` lists the sub-expressions to evaluate
 # first (None: a leaf), ``combine(evaluator, node, their values, scope)`` gives the node's value.
 _EXPRESSIONS = {
@@ -426,11 +637,15 @@ _EXPRESSIONS = {
     Str: (None, lambda ev, n, args, scope: n.value),
     Const: (None, lambda ev, n, args, scope: n.value),
     EllipsisLit: (None, lambda ev, n, args, scope: Ellipsis),
-    Lambda: (None, lambda ev, n, args, scope: UserFunction(n.param, n.body, ev, scope)),
+    Lambda: (_lambda_children, _make_lambda),
     _NoneChild: (None, lambda ev, n, args, scope: None),
     BinOp: (lambda n: (n.left, n.right), lambda ev, n, args, scope: binary_op(n.op, args[0], args[1])),
     UnaryOp: (lambda n: (n.operand,), lambda ev, n, args, scope: unary_op(n.op, args[0])),
     Compare: (lambda n: (n.left, n.right), lambda ev, n, args, scope: compare(n.op, args[0], args[1])),
+    BoolOp: (lambda n: (n.left,), _bool_op),
+    Not: (lambda n: (n.operand,), lambda ev, n, args, scope: not truth(args[0])),
+    IfExp: (lambda n: (n.test,), lambda ev, n, args, scope: _Push(n.body if truth(args[0]) else n.orelse)),
+    FString: (_fstring_children, _fstring),
     Attribute: (lambda n: (n.value,), lambda ev, n, args, scope: sandbox.attribute(args[0], n.attr)),
     Call: (_call_children, lambda ev, n, args, scope: ev._eval_call(n, args, scope)),
     Subscript: (lambda n: (n.value, *n.index), lambda ev, n, args, scope: subscript(args[0], args[1:])),

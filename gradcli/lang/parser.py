@@ -147,6 +147,56 @@ def _get_parser():
 
 # ------------------------------------------------------------------------------ parse
 
+def _check_jumps(program) -> None:
+    """``break``/``continue`` outside a loop and ``return`` outside a function are syntax errors,
+    found before anything runs, as Python finds them. Statements only, on an explicit stack."""
+    from .ast import Break, Continue, For, FunctionDef, If, Return, While, With
+    stack = [(program.body, False, False)]  # (statements, in a loop, in a function)
+    while stack:
+        body, in_loop, in_function = stack.pop()
+        for stmt in body:
+            cls = stmt.__class__
+            if (cls is Break or cls is Continue) and not in_loop:
+                word = "break" if cls is Break else "continue"
+                raise GradSyntaxError(f"'{word}' outside loop", line=stmt.line, column=stmt.column)
+            if cls is Return and not in_function:
+                raise GradSyntaxError("'return' outside function", line=stmt.line, column=stmt.column)
+            if cls is FunctionDef:
+                stack.append((stmt.body, False, True))
+            elif cls is For or cls is While:
+                stack.append((stmt.body, True, in_function))
+            elif cls is If:
+                stack.append((stmt.body, in_loop, in_function))
+                stack.append((stmt.orelse, in_loop, in_function))
+            elif cls is With:
+                stack.append((stmt.body, in_loop, in_function))
+
+
+def _parse_fields(parser, pending: list) -> None:
+    """Parse the expressions of the f-strings' fields (``f"{x:.4f}"``), which the builder left
+    in ``pending``, and fill them in; a field's own f-strings join the list (no recursion)."""
+    from .ast import ExprStmt, walk
+    while pending:
+        field, expr, line, column = pending.pop()
+        try:
+            program = parser.parse("(" + expr + ")\n")
+        except GradSyntaxError as exc:
+            raise GradSyntaxError(f"f-string: {exc.message}", line=line, column=column) from None
+        except GradcliError:
+            raise
+        except Exception:
+            raise GradSyntaxError("f-string: invalid syntax", line=line, column=column) from None
+        if len(program.body) != 1 or not isinstance(program.body[0], ExprStmt):
+            raise GradSyntaxError("f-string: invalid syntax", line=line, column=column)
+        value = program.body[0].value
+        for node in walk(value):  # the field's positions, in the program's lines and columns
+            node.column = column + node.column - 2 if node.line == 1 else node.column
+            node.end_column = column + node.end_column - 2 if node.end_line == 1 else node.end_column
+            node.line += line - 1
+            node.end_line += line - 1
+        field.value = value
+
+
 def parse(source: str, *, filename: str = "<program>") -> Program:
     """Parse a ``.grad`` program. Raises :class:`GradSyntaxError` (and nothing else) for any
     text that is not a valid program."""
@@ -160,8 +210,12 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     from .postlex import prescan
     prescan(text)  # literals too long for the lexer's regular expressions (issue 17)
     with _lock:
+        from . import builder
+        del builder.PENDING_FIELDS[:]
         try:
             program = parser.parse(text)
+            _parse_fields(parser, builder.PENDING_FIELDS)
+            _check_jumps(program)
         except GradSyntaxError as exc:
             err = exc
         except RecursionError:  # pragma: no cover - nothing here recurses; a safety net

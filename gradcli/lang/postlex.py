@@ -58,9 +58,14 @@ def _check_literal(token) -> None:
 # Terminal names (see the grammar) and how messages name them.
 OPEN = {"LPAR": "(", "LSQB": "["}
 CLOSE = {"RPAR": "(", "RSQB": "["}   # a closing bracket -> the opening one it matches
-KEYWORD_TERMINALS = {"with": "WITH", "assert": "ASSERT", "del": "DEL", "lambda": "LAMBDA",
-                     "True": "TRUE", "False": "FALSE", "None": "NONE"}
+KEYWORD_TERMINALS = {name: name.upper() for name in (
+    "with", "assert", "del", "lambda", "True", "False", "None", "if", "elif", "else", "for", "in",
+    "while", "break", "continue", "def", "return", "pass", "and", "or", "not", "is", "import",
+    "from", "as")}
 UNSUPPORTED_KEYWORDS = frozenset(keyword.kwlist) - set(KEYWORD_TERMINALS)
+# What the message for an unsupported keyword (class, try, global, yield...) says the language has.
+SUPPORTED_STATEMENTS = ("if/elif/else, for, while, break, continue, def, return, lambda, with, "
+                        "import, from ... import, assert, del, pass")
 
 
 class GradIndenter(Indenter):
@@ -116,12 +121,12 @@ class GradIndenter(Indenter):
         token = None
         first = True
         budget = LIMITS.max_statements  # --max-statements, counted while parsing (stops early)
-        content = semicolon = False
+        content = semicolon = heading = False
         for token in stream:
             ttype = token.type
             if ttype == self.NL_type:
                 first = False
-                if content and not self.brackets:  # a line of statements ended: one more
+                if content and not self.brackets and not heading:  # a line of statements ended: one more
                     budget -= 1
                     if budget < 0:
                         raise statements_error(LIMITS.max_statements, more=True)
@@ -130,6 +135,8 @@ class GradIndenter(Indenter):
                 continue
             if semicolon and not self.brackets:  # "a; b": the ";" ended a statement
                 budget -= 1
+            if not content:  # "else:" and "@decorator" lines are parts of the statement they head
+                heading = token.value == "else" or token.value == "@"
             content, semicolon = True, ttype == "SEMICOLON"
             if (ttype == "NUMBER" or ttype == "STRING") and len(token.value) > 1000:
                 _check_literal(token)
@@ -143,7 +150,8 @@ class GradIndenter(Indenter):
                 if value in KEYWORD_TERMINALS:  # a keyword where it cannot be: the parser says so
                     token = Token.new_borrow_pos(KEYWORD_TERMINALS[value], value, token)
                 elif value in UNSUPPORTED_KEYWORDS:
-                    raise GradSyntaxError(f"'{value}' is not part of the gradcli language",
+                    raise GradSyntaxError(f"'{value}' is not part of the gradcli language (its "
+                                          f"statements: {SUPPORTED_STATEMENTS})",
                                           line=token.line, column=token.column)
             yield token
             # After the parser took the token: on an error, the stack is as before it.

@@ -23,10 +23,11 @@ from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
 from ..backend.generator import Generator
-from ..errors import GradcliError, GradNameError, GradTypeError, LimitError
+from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
-from .values import UserFunction, type_name
+from .modules import Module, member
+from .values import BuiltinRef, UserFunction, iterate, truth, type_name
 
 # ------------------------------------------------------------------------------ members
 
@@ -42,7 +43,7 @@ TENSOR_METHODS: dict = {}  # filled from the op registry by registered_builtins(
 
 def register_hook(self, hook):
     # Only the program's own lambdas are hooks: anything else would fail inside backward.
-    if self.requires_grad and not isinstance(hook, UserFunction):
+    if self.requires_grad and not isinstance(hook, (UserFunction, BuiltinRef)):
         raise GradTypeError(f"register_hook expects a function such as lambda g: g * 2, not {type_name(hook)}")
     return Tensor.register_hook(self, hook)
 
@@ -95,11 +96,35 @@ SIZE_METHODS = {"numel": Size.numel}
 GENERATOR_METHODS = {"manual_seed": Generator.manual_seed, "initial_seed": Generator.initial_seed,
                      "seed": Generator.seed}
 
+def _str_format(self, *args, **kwargs):
+    from .formatting import str_format
+    return str_format(self, *args, **kwargs)
+
+
+def _str_join(self, items):
+    items = _sized(items)
+    if not all(isinstance(i, str) for i in items):
+        raise GradTypeError("join() expects strings")
+    return self.join(items)
+
+
+def _list_extend(self, items):
+    self.extend(_sized(items))
+
+
+STR_METHODS = {"format": _str_format, "join": _str_join}
+LIST_METHODS = {"append": list.append, "extend": _list_extend, "pop": list.pop, "insert": list.insert,
+                "index": list.index, "count": list.count, "clear": list.clear, "reverse": list.reverse}
+TUPLE_METHODS = {"index": tuple.index, "count": tuple.count}
+# Attributes a program may assign: ``w.grad = None``, ``x.requires_grad = True``, ``w.data = ...``.
+TENSOR_SETTABLE = ("grad", "requires_grad", "data")
+
 # type -> (attributes, methods) the language allows on its values (either may be None)
 _MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
                   (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
                   (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS),
-                  (Generator, None, GENERATOR_METHODS))
+                  (Generator, None, GENERATOR_METHODS),
+                  (str, None, STR_METHODS), (list, None, LIST_METHODS), (tuple, None, TUPLE_METHODS))
 
 
 def _member_tables(obj):
@@ -111,7 +136,9 @@ def _member_tables(obj):
 
 
 def attribute(obj, name):
-    """``obj.name`` (not called)."""
+    """``obj.name`` (not called); a module's member (``torch.float32``, ``F.relu``)."""
+    if obj.__class__ is Module:
+        return member(obj, name)
     attrs, methods = _member_tables(obj)
     if attrs is not None and name in attrs:
         return attrs[name](obj)
@@ -139,6 +166,36 @@ HINT_MAX_LENGTH = 64
 HINT_MAX_CANDIDATES = 2000
 
 
+def set_attribute(obj, name, value):
+    """``obj.name = value``: only a tensor's ``grad``, ``requires_grad`` and ``data``."""
+    if isinstance(obj, Tensor) and name in TENSOR_SETTABLE:
+        if name == "requires_grad" and not isinstance(value, bool):
+            raise GradTypeError(f"requires_grad must be a bool, not {type_name(value)}")
+        if name != "requires_grad" and not (value is None and name == "grad") and not isinstance(value, Tensor):
+            raise GradTypeError(f"assigned {name} expected to be a Tensor or None but got {type_name(value)}")
+        setattr(obj, name, value)
+        return
+    raise GradNameError(f"cannot assign to '{name}' of a {type_name(obj)}: a program may assign "
+                        f"{', '.join('.' + n for n in TENSOR_SETTABLE)} of a tensor")
+
+
+def set_item(obj, index, value):
+    """``obj[i] = value``: a list's element, or a tensor's elements (torch's item assignment)."""
+    if isinstance(obj, list):
+        key = index[0] if len(index) == 1 else None
+        if not isinstance(key, (int, slice)) or isinstance(key, bool):
+            raise GradTypeError("list indices must be integers or slices")
+        try:
+            obj[key] = value
+        except IndexError:
+            raise ShapeError("list assignment index out of range") from None
+        return
+    if isinstance(obj, Tensor):
+        obj[index[0] if len(index) == 1 else tuple(index)] = value
+        return
+    raise GradTypeError(f"'{type_name(obj)}' object does not support item assignment")
+
+
 def suggest(name: str, candidates) -> str:
     if len(name) > HINT_MAX_LENGTH:
         return ""
@@ -162,6 +219,101 @@ def _set_grad_enabled(mode):
     return set_grad_enabled(mode)
 
 
+_MAX_LIST = 10_000_000
+
+
+def _sized(items):
+    if isinstance(items, range) and len(items) > _MAX_LIST:
+        raise LimitError(f"a list of {len(items):,} items: over the limit of {_MAX_LIST:,}")
+    out = []
+    for item in iterate(items):
+        out.append(item)
+        if len(out) > _MAX_LIST:
+            raise LimitError(f"a list of more than {_MAX_LIST:,} items")
+    return out
+
+
+def _has_tensor(args) -> bool:
+    return any(isinstance(a, Tensor) for a in args)
+
+
+def _python_or_op(name, python):
+    """``sum``/``max``/``min``/``abs``: torch's op on a tensor, Python's on numbers and lists."""
+    def fn(*args, **kwargs):
+        if _has_tensor(args[:1]) or (name in ("max", "min") and len(args) == 2 and _has_tensor(args)):
+            return registry.FUNCTIONS[name].fn(*args, **kwargs)
+        if name == "abs":
+            return python(*args)
+        items = _sized(args[0]) if len(args) == 1 else list(args)
+        if name == "sum":
+            total = args[1] if len(args) > 1 else kwargs.get("start", 0)
+            for v in items:
+                total = total + v
+            return total
+        return python(items, **{k: v for k, v in kwargs.items() if k == "default"})
+    fn.__name__ = name
+    return fn
+
+
+def _range(*args):
+    for a in args:
+        if not isinstance(a, int) or isinstance(a, bool):
+            raise GradTypeError(f"'{type_name(a)}' object cannot be interpreted as an integer")
+    return range(*args)
+
+
+def _isinstance(obj, types):
+    kinds = types if isinstance(types, tuple) else (types,)
+    for kind in kinds:
+        if isinstance(kind, BuiltinRef) and kind.name == "Tensor":  # torch.Tensor, a constructor here
+            kind = Tensor
+        cls = kind.fn if isinstance(kind, BuiltinRef) else kind
+        if cls in _TYPES:
+            cls = _TYPES[cls]
+        if not isinstance(cls, type):
+            raise GradTypeError("isinstance() arg 2 must be a type or tuple of types")
+        if isinstance(obj, cls):
+            return True
+    return False
+
+
+def _str(value=""):
+    from .values import display
+    return display(value)
+
+
+def _sorted(items, reverse=False, key=None):
+    items = _sized(items)
+    return sorted(items, key=key, reverse=bool(reverse))
+
+
+# Python's builtins a program may use as values too (``isinstance(x, float)``, ``map``-free code)
+PYTHON_BUILTINS = {
+    "range": _range, "len": len, "enumerate": lambda items, start=0: enumerate(iterate(items), start),
+    "zip": lambda *its: zip(*(iterate(i) for i in its)), "list": lambda items=(): _sized(items),
+    "tuple": lambda items=(): tuple(_sized(items)), "isinstance": _isinstance, "str": _str,
+    "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted,
+    "reversed": lambda items: reversed(_sized(items)), "float": float, "int": int,
+    "sum": _python_or_op("sum", sum), "max": _python_or_op("max", max), "min": _python_or_op("min", min),
+    "abs": _python_or_op("abs", abs), "any": None, "all": None,
+}
+
+
+def _any_or_all(name, python):
+    """``any``/``all``: torch's on a tensor, Python's (bounded, tensors' truth) on anything else."""
+    def fn(items, *args, **kwargs):
+        if isinstance(items, Tensor):
+            return registry.FUNCTIONS[name].fn(items, *args, **kwargs)
+        return python(truth(i) for i in _sized(items))
+    fn.__name__ = name
+    return fn
+
+
+PYTHON_BUILTINS["any"] = _any_or_all("any", any)
+PYTHON_BUILTINS["all"] = _any_or_all("all", all)
+_TYPES = {PYTHON_BUILTINS["list"]: list, PYTHON_BUILTINS["tuple"]: tuple, _str: str,
+          PYTHON_BUILTINS["bool"]: bool}
+
 BUILTINS = {
     "backward": _lang_backward,
     "grad": _grad,
@@ -171,9 +323,6 @@ BUILTINS = {
     "is_grad_enabled": lambda: _GRAD.enabled,
     "inference_mode": inference_mode,
     "is_inference_mode_enabled": is_inference_mode_enabled,
-    "len": len,
-    "float": float,
-    "int": int,
     "saved_tensors_hooks": lambda pack_hook, unpack_hook: saved_tensors_hooks(_user_hook(pack_hook),
                                                                               _user_hook(unpack_hook)),
 }
@@ -191,7 +340,11 @@ def registered_builtins() -> dict:
     if _READ_FROM[0] != key:
         BUILTINS.clear()
         BUILTINS.update(_LANGUAGE_BUILTINS)
-        BUILTINS.update({name: info.fn for name, info in functions.items() if not name.endswith("_")})
+        BUILTINS.update({name: info.fn for name, info in functions.items()
+                         if not name.endswith("_") and "torch" in info.namespaces})
+        BUILTINS.update({name: PYTHON_BUILTINS[name] for name in ("sum", "max", "min", "abs", "any", "all")
+                         if name in BUILTINS})  # torch's on tensors, Python's on numbers
+        BUILTINS.update({name: fn for name, fn in PYTHON_BUILTINS.items() if name not in BUILTINS})
         TENSOR_METHODS.clear()
         TENSOR_METHODS.update({name: getattr(Tensor, name) for name in _TENSOR_METHODS})
         TENSOR_METHODS.update({name: info.fn for name, info in functions.items() if info.method is True})

@@ -15,11 +15,13 @@ from typing import Any
 
 from ..errors import GradSyntaxError
 
-_EXPR_STARTERS = {"NAME", "NUMBER", "STRING"}
-_EXPR_STARTER_TEXT = {"(", "[", "-", "+", "True", "False", "None", "lambda", "..."}
-_STATEMENT_KEYWORDS = {"assert", "del", "with"}
+_EXPR_STARTERS = {"NAME", "NUMBER", "STRING", "FSTRING"}
+_EXPR_STARTER_TEXT = {"(", "[", "-", "+", "True", "False", "None", "lambda", "...", "not"}
+_STATEMENT_KEYWORDS = {"assert", "del", "with", "if", "for", "while", "def", "return", "pass", "break",
+                       "continue", "import", "from", "@"}
 _OPERATOR_TEXT = {"+", "-", "*", "/", "@", "**", "<", "<=", ">", ">=", "==", "!=", ".", "(",
-                  "[", "+=", "-=", "*=", "/="}
+                  "[", "+=", "-=", "*=", "/=", "%", "//", "%=", "//=", "**=", "and", "or", "not", "in",
+                  "is", "if", "for"}
 _COMPARE_TEXT = {"<", "<=", ">", ">=", "==", "!="}
 _PUNCT_ORDER = [")", "]", ":", ",", "="]
 
@@ -73,12 +75,12 @@ def _describe_expected(parser, accepts: set, in_brackets: bool) -> list[str]:
     rest = set(accepts)
     if in_brackets:  # newlines inside brackets are skipped, never expected
         rest -= {"_NEWLINE", "SEMICOLON"}
-    statement = any(texts[n] in _STATEMENT_KEYWORDS for n in rest)
+    statement = any(texts[n] in _STATEMENT_KEYWORDS and texts[n] not in _OPERATOR_TEXT for n in rest)
     expression = "NUMBER" in rest
     name = "NAME" in rest
     if statement or expression:
         rest = {n for n in rest if n not in _EXPR_STARTERS and texts[n] not in _EXPR_STARTER_TEXT
-                and texts[n] not in _STATEMENT_KEYWORDS}
+                and (texts[n] not in _STATEMENT_KEYWORDS or not statement)}
     else:
         rest.discard("NAME")
     operator = any(texts[n] in _OPERATOR_TEXT for n in rest)

@@ -21,29 +21,79 @@ from ..limits import MAX_INT_DIGITS, check_int, check_output
 from ..ops.reduction import ReturnTypes
 
 
+_MISSING = object()  # a parameter without a default
+
+
 class UserFunction:
-    """A ``lambda NAME: expr`` from the program; calling it evaluates the body in the evaluator."""
+    """A ``def`` or ``lambda`` of the program. ``params``: ``[(name, default or _MISSING)]``;
+    ``body``: statements (``def``) or one expression (``lambda``, ``is_lambda``); ``closure``:
+    the enclosing function's variables (None at top level); ``grad_mode``: True/False when a
+    decorator (``@torch.no_grad()``) sets grad mode during the call. The program's calls run it
+    on the evaluator's own frame stack; calling it from Python (a hook the engine runs) goes
+    through :meth:`Evaluator.call_function`."""
 
-    __slots__ = ("param", "body", "evaluator", "scope")
+    __slots__ = ("name", "params", "body", "is_lambda", "evaluator", "closure", "grad_mode")
 
-    def __init__(self, param: str, body, evaluator, scope=None):
-        # scope: the enclosing lambda's parameters, so that ``lambda a: lambda b: a * b`` works
-        self.param, self.body, self.evaluator, self.scope = param, body, evaluator, scope
+    def __init__(self, name, params, body, is_lambda, evaluator, closure=None, grad_mode=None):
+        self.name, self.params, self.body, self.is_lambda = name, params, body, is_lambda
+        self.evaluator, self.closure, self.grad_mode = evaluator, closure, grad_mode
 
     def __call__(self, *args, **kwargs):
-        if kwargs and (args or set(kwargs) != {self.param}):
-            bad = next((k for k in kwargs if k != self.param), self.param)
-            raise GradTypeError(f"<lambda>() got an unexpected keyword argument '{bad}'" if bad != self.param
-                                else f"<lambda>() got multiple values for argument '{bad}'")
-        if len(args) + len(kwargs) != 1:
-            raise GradTypeError(f"<lambda>() takes 1 positional argument but {len(args)} were given" if args
-                                else f"<lambda>() missing 1 required positional argument: '{self.param}'")
-        scope = dict(self.scope) if self.scope else {}
-        scope[self.param] = args[0] if args else kwargs[self.param]
-        return self.evaluator.evaluate(self.body, scope)
+        return self.evaluator.call_function(self, args, kwargs)
+
+    def bind(self, args, kwargs) -> dict:
+        """The call's local variables: parameters bound as Python binds them, with its messages."""
+        name, params = self.name, self.params
+        scope = dict(self.closure) if self.closure else {}
+        if len(args) > len(params):
+            raise GradTypeError(f"{name}() takes {len(params)} positional argument"
+                                f"{'' if len(params) == 1 else 's'} but {len(args)} were given")
+        names = [p for p, _ in params]
+        for key in kwargs:
+            if key not in names:
+                raise GradTypeError(f"{name}() got an unexpected keyword argument '{key}'")
+        for i, (param, default) in enumerate(params):
+            if i < len(args):
+                if param in kwargs:
+                    raise GradTypeError(f"{name}() got multiple values for argument '{param}'")
+                scope[param] = args[i]
+            elif param in kwargs:
+                scope[param] = kwargs[param]
+            elif default is not _MISSING:
+                scope[param] = default
+            else:
+                missing = [p for j, (p, d) in enumerate(params[i:], i)
+                           if j >= len(args) and p not in kwargs and d is _MISSING]
+                quoted = " and ".join(", ".join(f"'{m}'" for m in missing).rsplit(", ", 1))
+                raise GradTypeError(f"{name}() missing {len(missing)} required positional argument"
+                                    f"{'' if len(missing) == 1 else 's'}: {quoted}")
+        return scope
 
     def __repr__(self) -> str:
-        return f"<lambda {self.param}>"
+        return f"<function {self.name}>"
+
+
+class BuiltinRef:
+    """A whitelisted function used as a value (``act = F.relu``, ``isinstance(x, float)``,
+    ``from torch import ones``): calling it calls the function, through the sandbox."""
+
+    __slots__ = ("name", "fn")
+
+    def __init__(self, name, fn):
+        self.name, self.fn = name, fn
+
+    def __call__(self, *args, **kwargs):
+        from .sandbox import call
+        return call(self.fn, args, kwargs)
+
+    def __eq__(self, other):
+        return isinstance(other, BuiltinRef) and other.fn is self.fn
+
+    def __hash__(self):
+        return hash(self.fn)
+
+    def __repr__(self) -> str:
+        return f"<built-in function {self.name}>"
 
 
 def type_name(obj) -> str:
@@ -52,9 +102,9 @@ def type_name(obj) -> str:
         return "Tensor"
     if isinstance(obj, Node):
         return obj.name_for_repr()
-    if isinstance(obj, UserFunction):
+    if isinstance(obj, (UserFunction, BuiltinRef)):
         return "function"
-    return type(obj).__name__
+    return getattr(type(obj), "type_label", type(obj).__name__)  # a module: "module"
 
 
 # ------------------------------------------------------------------------------ operators
@@ -73,10 +123,16 @@ def check_operand(v, op, allow_none=False):
     raise GradTypeError(f"unsupported operand type for {op}: '{type_name(v)}'")
 
 
+_SEQUENCES = (str, list, tuple)
+MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
+
+
 def binary_op(op, a, b):
-    """``a op b`` for ``op`` in ``+ - * / @ **``."""
-    if a.__class__ is Tensor and b.__class__ is Tensor:  # the common case: no checks to make
+    """``a op b`` for ``op`` in ``+ - * / @ ** % //``."""
+    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:  # the common case
         return BINARY_OPERATORS[op](a, b)  # the function the op declared for its operator
+    if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
+        return _sequence_op(op, a, b)
     check_operand(a, op)
     check_operand(b, op)
     if op == "+":
@@ -97,7 +153,37 @@ def binary_op(op, a, b):
         if not isinstance(a, Tensor) and not isinstance(b, Tensor):
             return _scalar_pow(a, b)
         return a ** b
+    if op in ("%", "//"):
+        if isinstance(a, Tensor) or isinstance(b, Tensor):
+            fn = BINARY_OPERATORS.get(op)
+            if fn is None or not isinstance(a, Tensor):
+                raise GradTypeError(f"{op} on tensors is not supported (no remainder/floor_divide op yet)")
+            return fn(a, b)
+        if b == 0:
+            raise GradTypeError("integer modulo by zero" if op == "%" else "integer division or modulo by zero")
+        return a % b if op == "%" else a // b
     raise GradTypeError(f"unsupported operator {op}")
+
+
+def _sequence_op(op, a, b):
+    """Strings, lists and tuples: ``+`` joins, ``*`` repeats (within :data:`MAX_SEQUENCE`),
+    ``str % values`` formats (:mod:`gradcli.lang.formatting`)."""
+    if op == "%" and isinstance(a, str):
+        from .formatting import percent_format
+        return percent_format(a, b)
+    if op == "+" and type(a) is type(b):
+        if len(a) + len(b) > MAX_SEQUENCE:
+            raise LimitError(f"a {type(a).__name__} of more than {MAX_SEQUENCE:,} items")
+        return a + b
+    if op == "*":
+        seq, n = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
+        if isinstance(n, int) and not isinstance(n, bool) and isinstance(seq, _SEQUENCES):
+            if len(seq) * max(n, 0) > MAX_SEQUENCE:
+                raise LimitError(f"a {type(seq).__name__} of more than {MAX_SEQUENCE:,} items")
+            return seq * n
+    bad = a if not isinstance(a, _SEQUENCES) else b
+    raise GradTypeError(f"unsupported operand types for {op}: '{type_name(a)}' and '{type_name(b)}'"
+                        if bad is not None else f"unsupported operand type for {op}")
 
 
 def unary_op(op, v):
@@ -107,13 +193,84 @@ def unary_op(op, v):
 
 
 def compare(op, a, b):
-    """``a op b`` for ``op`` in ``< <= > >= == !=`` (a number against a tensor compares elementwise)."""
+    """``a op b`` for ``op`` in ``< <= > >= == != in not in is is not`` (a number against a
+    tensor compares elementwise)."""
+    if op == "is":
+        return a is b
+    if op == "is not":
+        return a is not b
+    if op == "in" or op == "not in":
+        found = contains(b, a)
+        return found if op == "in" else not found
+    if isinstance(a, str) and isinstance(b, str):
+        return _COMPARES[op](a, b)
     check_operand(a, op, allow_none=True)
     check_operand(b, op, allow_none=True)
     fn = _COMPARES[op]
     if not isinstance(a, Tensor) and isinstance(b, Tensor):
         return _FLIPPED.get(op, fn)(b, a)
     return fn(a, b)
+
+
+def contains(container, item) -> bool:
+    """``item in container``: lists, tuples, ranges, strings, sizes, and tensors (as torch: any
+    element equal)."""
+    if isinstance(container, Tensor):
+        if not isinstance(item, (Tensor, int, float, bool)):
+            raise GradTypeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type_name(item)}")
+        return bool((container == item).any().item()) if hasattr(container, "any") else any(
+            v == (item.item() if isinstance(item, Tensor) else item) for v in _flat(container.tolist()))
+    if isinstance(container, str):
+        if not isinstance(item, str):
+            raise GradTypeError(f"'in <string>' requires string as left operand, not {type_name(item)}")
+        return item in container
+    if isinstance(container, range):
+        return isinstance(item, (int, float)) and item in container  # arithmetic, not a scan
+    if isinstance(container, (list, tuple, Size)):
+        return any(v is item or truth(compare("==", v, item)) for v in container)
+    raise GradTypeError(f"argument of type '{type_name(container)}' is not iterable")
+
+
+def _flat(values):
+    stack, out = [values], []
+    while stack:
+        v = stack.pop()
+        if isinstance(v, list):
+            stack.extend(v)
+        else:
+            out.append(v)
+    return out
+
+
+def truth(value) -> bool:
+    """Python's truth of a value, as ``if``/``while``/``and``/``not`` read it (a tensor: only one
+    element, as torch)."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise GradTypeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(value.item())
+    try:
+        return bool(value)
+    except (TypeError, ValueError) as exc:
+        raise GradTypeError(str(exc)) from None
+
+
+_ITERABLE = (list, tuple, range, str, Size, enumerate, zip, type(reversed([])), type(iter(range(0))),
+             type(reversed(range(0))), type(iter([])), type(iter(())), type(iter("")))
+
+
+def iterate(value):
+    """An iterator over ``value`` for ``for`` and comprehensions: Python's sequences, and a tensor
+    along its first dimension (each item ``x[i]``, recording SelectBackward0)."""
+    if isinstance(value, Tensor):
+        if value.ndim == 0:
+            raise GradTypeError("iteration over a 0-d tensor")
+        return (value[i] for i in range(value.shape[0]))
+    if isinstance(value, ReturnTypes):
+        return iter(tuple(value))
+    if isinstance(value, _ITERABLE):
+        return iter(value)
+    raise GradTypeError(f"'{type_name(value)}' object is not iterable")
 
 
 def _scalar_pow(a, b):
@@ -151,8 +308,9 @@ def subscript(obj, index):
             raise GradTypeError(f"{type_name(obj)} indices must be integers or slices")
         try:
             return obj[key]
-        except IndexError:
-            raise ShapeError(f"{type_name(obj)} index out of range") from None
+        except IndexError:  # a torch.Size's index is a dimension (kind "shape"); a tuple's, a value's
+            cls = ShapeError if isinstance(obj, Size) else GradTypeError
+            raise cls(f"{type_name(obj)} index out of range") from None
     raise GradTypeError(f"'{type_name(obj)}' object is not subscriptable")
 
 
@@ -194,11 +352,13 @@ class _Punct(str):
 
 def _repr_nested(value, limit: int | None = None) -> str:
     """``repr`` of nested lists and tuples with an explicit stack: Python's own fails (RecursionError)
-    past about 1,000 levels, and a program can build a list 10,000 deep. Pieces are joined every
+    past about 1,000 levels, and a program can build a list 10,000 deep. A list that contains
+    itself (``xs.append(xs)``) shows ``[...]`` there, as Python's does. Pieces are joined every
     few thousand, so the text costs about its own length in memory, and it stops with a LimitError
     once past ``limit`` characters (a list of 10**6 long strings would take gigabytes)."""
     chunks, parts = [], []
     stack = [value]
+    open_ids: set = set()
     size = 0
     limit = limit if limit is not None else float("inf")
     while stack:
@@ -210,16 +370,23 @@ def _repr_nested(value, limit: int | None = None) -> str:
         item = stack.pop()
         if item.__class__ is _Punct:
             piece = str.__str__(item)
+        elif item.__class__ is _Closed:
+            open_ids.discard(item.id)
+            piece = item.text
         elif type(item) is list or type(item) is tuple:
             is_list = type(item) is list
-            piece = "[" if is_list else "("
-            if size + 3 * len(item) > limit:  # each item takes a character and ", " at least
-                check_output(size + 3 * len(item), "the printed text", limit)
-            stack.append(_Punct("]" if is_list else ",)" if len(item) == 1 else ")"))
-            for i in range(len(item) - 1, -1, -1):
-                stack.append(item[i])
-                if i:
-                    stack.append(_COMMA)
+            if id(item) in open_ids:
+                piece = "[...]" if is_list else "(...)"
+            else:
+                open_ids.add(id(item))
+                piece = "[" if is_list else "("
+                if size + 3 * len(item) > limit:  # each item takes a character and ", " at least
+                    check_output(size + 3 * len(item), "the printed text", limit)
+                stack.append(_Closed(id(item), "]" if is_list else ",)" if len(item) == 1 else ")"))
+                for i in range(len(item) - 1, -1, -1):
+                    stack.append(item[i])
+                    if i:
+                        stack.append(_COMMA)
         else:
             piece = repr(item)
         parts.append(piece)
@@ -229,6 +396,14 @@ def _repr_nested(value, limit: int | None = None) -> str:
 
 
 _COMMA = _Punct(", ")
+
+
+class _Closed:
+    """The end of a list or tuple while :func:`_repr_nested` writes it out."""
+    __slots__ = ("id", "text")
+
+    def __init__(self, id_, text):
+        self.id, self.text = id_, text
 
 
 # ------------------------------------------------------------------------------ Python's exceptions

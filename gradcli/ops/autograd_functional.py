@@ -114,7 +114,7 @@ def _call(func, inputs, fn_name):
     return _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     """The Jacobian of func at inputs: output.shape + input.shape per (output, input) pair."""
     if vectorize or strategy != "reverse-mode":
@@ -142,7 +142,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a function returning one element: input.shape + input.shape per pair of inputs."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hessian")
@@ -182,7 +182,7 @@ _V_INPUT = ("The vector v can only be None if the input to the user-provided fun
             "single element.")
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product."""
     with set_grad_enabled(True):
@@ -196,7 +196,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
             _tuple_postprocess(_postprocess(result, create_graph), is_inputs_tuple))
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), J v): the Jacobian-vector product (torch's double-backward trick)."""
     with set_grad_enabled(True):
@@ -234,13 +234,13 @@ def _second_order(func, inputs, v, create_graph, strict, name, vector_first):
             _tuple_postprocess(_postprocess(result, create_graph), is_inputs_tuple))
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v): the Hessian-vector product of a function returning one element."""
     return _second_order(func, inputs, v, create_graph, strict, "hvp", False)
 
 
-@op(method=False, category="autograd")
+@op(method=False, category="autograd", namespaces=("torch.autograd.functional",))
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H): the vector-Hessian product of a function returning one element."""
     return _second_order(func, inputs, v, create_graph, strict, "vhp", True)

@@ -44,6 +44,16 @@ class ArrayMath:
     def sin(self, x): return self.xp.sin(x)
     def cos(self, x): return self.xp.cos(x)
     def sign(self, x): return self.xp.where(x == x, self.xp.sign(x), self.xp.zeros_like(x))  # sign(nan) = 0, as torch
+    sgn = sign
+    def tanh_backward(self, grad, y): return grad * (1 - y * y)
+    def sigmoid_backward(self, grad, y): return grad * (1 - y) * y
+    def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
+
+    def softmax_backward(self, grad, y, dim):
+        return y * (grad - self.xp.sum(grad * y, axis=dim, keepdims=True))
+
+    def log_softmax_backward(self, grad, y, dim):
+        return grad - self.xp.exp(y) * self.xp.sum(grad, axis=dim, keepdims=True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
 
@@ -74,6 +84,10 @@ class ArrayMath:
 
     # shapes
     def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
+    def squeeze(self, x, dim): return self.xp.squeeze(x, axis=dim)
+
+    def masked_fill(self, x, mask, value):
+        return self.xp.where(mask, self.xp.asarray(value, dtype=x.dtype), x)
     def expand(self, x, shape): return self.xp.broadcast_to(x, tuple(shape))
     def transpose(self, x, d0, d1):
         perm = list(range(x.ndim))
@@ -100,6 +114,8 @@ class ArrayMath:
 
     def prod(self, x, dim=None, keepdim=False):
         return self.xp.prod(x, axis=dim, keepdims=keepdim)
+
+    def mean(self, x, dim=None, keepdim=False): return self.xp.mean(x, axis=dim, keepdims=keepdim)
 
     def unsqueeze_dims(self, x, dims, ndim):
         """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""
@@ -160,6 +176,12 @@ class TensorMath:
     def sin(self, x): return self.ops.sin(x)
     def cos(self, x): return self.ops.cos(x)
     def sign(self, x): return self.ops.sign(x)
+    def sgn(self, x): return self.ops.sgn(x)
+    def tanh_backward(self, grad, y): return self.ops.tanh_backward(self._t(grad), y)
+    def sigmoid_backward(self, grad, y): return self.ops.sigmoid_backward(self._t(grad), y)
+    def threshold_backward(self, grad, x, t): return self.ops.threshold_backward(self._t(grad), self._t(x), t)
+    def softmax_backward(self, grad, y, dim): return self.ops.softmax_backward(self._t(grad), y, dim)
+    def log_softmax_backward(self, grad, y, dim): return self.ops.log_softmax_backward(self._t(grad), y, dim)
     def abs(self, x): return self.ops.abs(x)
     def sqrt(self, x): return self.ops.sqrt(x)
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
@@ -169,6 +191,8 @@ class TensorMath:
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
+    def squeeze(self, x, dim): return self.ops.squeeze(x, dim)
+    def masked_fill(self, x, mask, value): return self.ops.masked_fill(self._t(x), self._t(mask), value)
     def expand(self, x, shape): return self.ops.expand(x, tuple(shape))
     def transpose(self, x, d0, d1): return self.ops.transpose(x, d0, d1)
     def permute(self, x, dims): return self.ops.permute(x, tuple(dims))
@@ -179,12 +203,14 @@ class TensorMath:
         shape = tuple(shape)
         if _shape(x) == shape:
             return x
+        if shape == ():
+            return self.ops.sum(x)  # torch's sum_to(grad, []): one SumBackward0
+        # torch's at::sum_to: one sum over every reduced dim (keepdim), a view if leading dims went
         axes, keep = _sum_to_axes(_shape(x), shape)
-        if keep:
-            x = self.ops.sum(x, keep, keepdim=True)
-        if axes:
-            x = self.ops.sum(x, axes)
-        return self.ops.reshape(x, shape)
+        reduce = axes + keep
+        if reduce:
+            x = self.ops.sum(x, reduce, keepdim=True)
+        return self.ops.reshape(x, shape) if axes else x
 
     def sum(self, x, dim=None, keepdim=False):
         return self.ops.sum(x) if dim is None and not keepdim else self.ops.sum(x, dim, keepdim=keepdim)
@@ -199,11 +225,14 @@ class TensorMath:
             out = self.ops.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
         return out
 
+    def mean(self, x, dim=None, keepdim=False):
+        return self.ops.mean(x) if dim is None and not keepdim else self.ops.mean(x, dim, keepdim=keepdim)
+
     def unsqueeze_dims(self, x, dims, ndim):
-        shape = list(_shape(x))
+        """torch's unsqueeze_multiple: one unsqueeze per reduced dim (UnsqueezeBackward0 each)."""
         for d in sorted(dims):
-            shape.insert(d, 1)
-        return self.ops.reshape(x, tuple(shape))
+            x = self.ops.unsqueeze(x, d)
+        return x
 
     def mm(self, a, b): return self.ops.mm(a, b)
     def mv(self, a, v): return self.ops.mv(a, v)

@@ -32,7 +32,7 @@ from .shape import AliasBackward0
 VOLATILE_ARGUMENT = "volatile was removed and now has no effect. Use `with torch.no_grad():` instead."
 
 
-@op(method=False, category="legacy", name="Variable")
+@op(method=False, category="legacy", name="Variable", namespaces=("torch.autograd",))
 def variable(data, requires_grad=False, volatile=False):
     """Legacy torch.autograd.Variable: a new leaf sharing data's values (volatile: no effect, warns)."""
     if not isinstance(data, Tensor):
@@ -51,7 +51,7 @@ def _leaf(data: Tensor, requires_grad) -> Tensor:
     return out
 
 
-@op(method=False, category="legacy", name="Parameter")
+@op(method=False, category="legacy", name="Parameter", namespaces=("torch.nn",))
 def parameter(data=None, requires_grad=True):
     """torch.nn.Parameter: a leaf that requires grad (by default), printed as 'Parameter containing:'."""
     if data is None:

@@ -24,7 +24,7 @@ from ..autograd.function import apply
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
-from .pointwise import MulBackward0, NegBackward0, SubBackward0
+from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .registry import as_tensor_arg, op
 
@@ -60,7 +60,8 @@ def _size_warning(input, target):
                       f"broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
-@op(MseLossBackward0, method=False, category="functional")
+@op(MseLossBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean squared error (x - target)**2, reduced by 'mean', 'sum' or 'none'."""
     target = as_tensor_arg(target, input, "target")
@@ -68,7 +69,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     return apply(MseLossBackward0, (input, target), (_reduction(reduction),))
 
 
-@op(SubBackward0, NODE_CLASSES["AbsBackward0"], MeanBackward0, SumBackward0, method=False, category="functional")
+@op(SubBackward0, NODE_CLASSES["AbsBackward0"], MeanBackward0, SumBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Mean absolute error |x - target|, reduced by 'mean', 'sum' or 'none' (torch's composite)."""
     target = as_tensor_arg(target, input, "target")
@@ -132,7 +134,8 @@ def _same_size(input, target):
                          f"size (torch.Size({list(input.shape)})) is deprecated. Please ensure they have the same size.")
 
 
-@op(BinaryCrossEntropyBackward0, method=False, category="functional")
+@op(BinaryCrossEntropyBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1] (logs floored at -100)."""
     target = as_tensor_arg(target, input, "target")
@@ -183,7 +186,8 @@ BinaryCrossEntropyWithLogitsBackward0 = define_node(
     target="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction, True)")
 
 
-@op(BinaryCrossEntropyWithLogitsBackward0, method=False, category="functional")
+@op(BinaryCrossEntropyWithLogitsBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """Binary cross-entropy on logits (sigmoid inside, computed stably); pos_weight weighs the positives."""
@@ -265,7 +269,8 @@ def _check_nll(input, target):
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
 
 
-@op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional")
+@op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
     inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
@@ -297,15 +302,12 @@ formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_g
 
 DivBackward1 = define_node("DivBackward1", attrs=("other",), self="grad / other",
                            forward=lambda xp, x, other: x / other)
-# The C++ forms torch's label smoothing records: a tensor times a number, and masked_fill_
-MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
-                           forward=lambda xp, x, other: x * other)
-MaskedFillBackward0 = define_node("MaskedFillBackward0", attrs=("mask", "value"), self="F.where(mask, 0.0, grad)",
-                                  forward=lambda xp, x, mask, value: xp.where(mask, x.dtype.type(value), x))
+# (The C++ forms torch's label smoothing records, MulBackward1 and MaskedFillBackward0, are pointwise's.)
 
 
 @op(LogSoftmaxBackward0, NllLossBackward0, NllLoss2DBackward0, MulBackward0, SumBackward0, SumBackward1, NegBackward0,
-    DivBackward1, MulBackward1, MaskedFillBackward0, method=False, category="functional")
+    DivBackward1, MulBackward1, MaskedFillBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;

@@ -89,9 +89,33 @@ AddBackward0 = define_node(
     self="grad", other="grad if alpha == 1 else grad * alpha")
 
 
-@op(AddBackward0, operator="a + b", reflected=True, fast=True)
+# The Scalar overloads torch's derivative formulas record (``self + 1``, ``grad * 2``): under
+# create_graph, gradcli's formulas record them too (``_GRAD.formula``); elsewhere a number is
+# wrapped into a tensor, as torch's Python operators do (AddBackward0, MulBackward0).
+AddBackward1 = define_node("AddBackward1", attrs=("other", "alpha"), self="grad",
+                           forward=lambda xp, a, other, alpha: a + alpha * other)
+SubBackward1 = define_node("SubBackward1", attrs=("other", "alpha"), self="grad",
+                           forward=lambda xp, a, other, alpha: a - alpha * other)
+MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
+                           forward=lambda xp, a, other: a * other)
+_FLOATS = (int, float)
+
+
+def _scalar_overload(cls, input, other, attrs):
+    """In a formula under create_graph, ``tensor op number`` as torch's Scalar overload node."""
+    if _GRAD.formula and other.__class__ in _FLOATS and input.__class__ is Tensor and \
+            input.dtype.is_floating_point:
+        return apply(cls, (input,), attrs)
+    return None
+
+
+@op(AddBackward0, AddBackward1, operator="a + b", reflected=True, fast=True)
 def add(input, other, *, alpha=1):
     """Elementwise sum, broadcasting: input + alpha * other."""
+    if _GRAD.formula:
+        out = _scalar_overload(AddBackward1, input, other, (other, alpha))
+        if out is not None:
+            return out
     return _binary(AddBackward0, input, other, (alpha,), "add")
 
 
@@ -126,9 +150,13 @@ SubBackward0 = define_node(
     self="grad", other="-grad if alpha == 1 else -grad * alpha")
 
 
-@op(SubBackward0, RsubBackward1, operator="a - b", reflected=rsub, fast=True)
+@op(SubBackward0, SubBackward1, RsubBackward1, operator="a - b", reflected=rsub, fast=True)
 def sub(input, other, *, alpha=1):
     """Elementwise difference, broadcasting: input - alpha * other."""
+    if _GRAD.formula:
+        out = _scalar_overload(SubBackward1, input, other, (other, alpha))
+        if out is not None:
+            return out
     if input.__class__ is not Tensor and other.__class__ is Tensor:
         # torch.sub(2, x) wraps the number: SubBackward0 with a None edge (``2 - x`` is RsubBackward1)
         input = as_tensor_arg(input, other)
@@ -141,15 +169,19 @@ MulBackward0 = define_node(
     self="grad * other", other="grad * self")
 
 
-@op(MulBackward0, operator="a * b", reflected=True, fast=True)
+@op(MulBackward0, MulBackward1, operator="a * b", reflected=True, fast=True)
 def mul(input, other):
     """Elementwise product, broadcasting."""
+    if _GRAD.formula:
+        out = _scalar_overload(MulBackward1, input, other, (other,))
+        if out is not None:
+            return out
     return _binary(MulBackward0, input, other, (), "mul")
 
 
 DivBackward0 = define_node(
     "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a / b,
-    self="grad / other", other="-grad * self / (other * other)")
+    self="grad / other", other="-grad * ((self / other) / other)")
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
@@ -180,12 +212,12 @@ PowBackward0 = define_node(
     self="F.zeros_like(grad) if exponent == 0 else F.mul_(F.mul_(self ** (exponent - 1), exponent), grad)")
 PowBackward1 = define_node(
     "PowBackward1", inputs=("self", "exponent"), broadcasts=True, forward=lambda xp, a, e: a ** e,
-    self="F.where(exponent == 0, 0.0, grad * exponent * self ** (exponent - 1))",
+    self="F.where(exponent == 0, 0.0, grad * (exponent * self ** (exponent - 1)))",
     exponent="grad * F.where(F.logical_and(self == 0, exponent >= 0), 0.0, result * F.log(self))")
 PowBackward2 = define_node(
     "PowBackward2", inputs=("exponent",), attrs=("self",), forward=lambda xp, e, base: base ** e,
     # 0 ** x: torch's gradient is 0 where x >= 0 (not 0 * log 0 = nan)
-    exponent="grad * result * scalar_log(self) if self != 0 else "
+    exponent="grad * (result * scalar_log(self)) if self != 0 else "
              "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
 
 
@@ -221,7 +253,7 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None):
+def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",)):
     """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
     derivative ``formula`` of ``self``) and its function, which computes in the default float
     dtype unless ``keep_int``."""
@@ -235,7 +267,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None):
         return apply(cls, (input,))
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
-    return op(cls, operator=operator)(unary_op)
+    return op(cls, operator=operator, namespaces=namespaces)(unary_op)
 
 
 def _sigmoid(xp, x):
@@ -249,17 +281,18 @@ log = _unary("log", "LogBackward0", lambda xp, x: xp.log(x), "grad / self", "Nat
 log1p = _unary("log1p", "Log1PBackward0", lambda xp, x: xp.log1p(x), "grad / (self + 1)", "log(1 + x), accurate for small x.")
 sqrt = _unary("sqrt", "SqrtBackward0", lambda xp, x: xp.sqrt(x), "grad / (2 * result)", "Square root.")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", lambda xp, x: 1 / xp.sqrt(x), "-0.5 * grad * result ** 3", "1 / sqrt(x).")
-abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sign(self)", "Absolute value.",
+abs = _unary("abs", "AbsBackward0", lambda xp, x: xp.abs(x), "grad * F.sgn(self)", "Absolute value.",
              keep_int=True, operator="abs(a)")
 sin = _unary("sin", "SinBackward0", lambda xp, x: xp.sin(x), "F.mul_(F.cos(self), grad)", "Sine.")
-cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "-grad * F.sin(self)", "Cosine.")
-tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result * result)", "Tangent.")
-tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "grad * (1 - result * result)", "Hyperbolic tangent.")
-sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "grad * (1 - result) * result", "Logistic sigmoid 1 / (1 + e**-x).")
+cos = _unary("cos", "CosBackward0", lambda xp, x: xp.cos(x), "grad * -F.sin(self)", "Cosine.")
+tan = _unary("tan", "TanBackward0", lambda xp, x: xp.tan(x), "grad * (1 + result ** 2)", "Tangent.")
+tanh = _unary("tanh", "TanhBackward0", lambda xp, x: xp.tanh(x), "F.tanh_backward(grad, result)", "Hyperbolic tangent.", namespaces=("torch", "torch.nn.functional"))
+sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "F.sigmoid_backward(grad, result)",
+                  "Logistic sigmoid 1 / (1 + e**-x).", namespaces=("torch", "torch.nn.functional"))
 # relu(nan) is nan and passes the gradient (torch's threshold_backward zeroes only where result <= 0)
 relu = _unary("relu", "ReluBackward0", lambda xp, x: xp.where(x <= 0, xp.zeros_like(x), x),
-              "grad * (1 - F.mask(result <= 0, grad))", "max(x, 0), elementwise.", keep_int=True)
-reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * result * result", "1 / x.")
+              "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True, namespaces=("torch", "torch.nn.functional"))
+reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * (result * result)", "1 / x.")
 SignBackward0 = define_node(
     "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0
     self="F.zeros_like(grad)")
@@ -269,6 +302,44 @@ SignBackward0 = define_node(
 def sign(input):
     """-1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(SignBackward0, (input,))
+
+
+SgnBackward0 = define_node(
+    "SgnBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)), self="F.zeros_like(grad)")
+
+
+@op(SgnBackward0)
+def sgn(input):
+    """sign for real tensors (torch's complex-aware form, what abs's derivative uses)."""
+    return apply(SgnBackward0, (input,))
+
+
+# torch's fused backward ops, recorded when a tanh or sigmoid gradient is differentiated again
+# (create_graph): their own derivatives are derivatives.yaml's tanh_backward/sigmoid_backward.
+TanhBackwardBackward0 = define_node(
+    "TanhBackwardBackward0", inputs=("grad_output", "output"), forward=lambda xp, g, y: g * (1 - y * y),
+    grad_output="F.tanh_backward(grad, output)", output="grad * (-2 * output * grad_output)")
+SigmoidBackwardBackward0 = define_node(
+    "SigmoidBackwardBackward0", inputs=("grad_output", "output"), forward=lambda xp, g, y: g * (1 - y) * y,
+    grad_output="F.sigmoid_backward(grad, output)", output="grad * grad_output * (-2 * output + 1)")
+
+
+ThresholdBackwardBackward0 = define_node(
+    "ThresholdBackwardBackward0", inputs=("grad_output", "self"), attrs=("threshold",),
+    forward=lambda xp, g, x, threshold: xp.where(x <= threshold, xp.zeros_like(g), g),
+    grad_output="F.threshold_backward(grad, self, threshold)", self="F.zeros_like(grad)")
+
+
+def threshold_backward(grad_output, self, threshold):
+    return apply(ThresholdBackwardBackward0, (grad_output, self), (threshold,))
+
+
+def tanh_backward(grad_output, output):
+    return apply(TanhBackwardBackward0, (grad_output, output))
+
+
+def sigmoid_backward(grad_output, output):
+    return apply(SigmoidBackwardBackward0, (grad_output, output))
 
 
 # -- clamp, maximum, minimum, where --------------------------------------------------------------
@@ -361,6 +432,41 @@ WhereBackward0 = define_node(
     "WhereBackward0", inputs=("self", "other"), attrs=("condition",), broadcasts=True,
     forward=lambda xp, a, b, cond: xp.where(cond, a, b),
     self="F.where(condition, grad, 0.0)", other="F.where(condition, 0.0, grad)")
+
+
+MaskedFillBackward0 = define_node(
+    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)",
+    forward=lambda xp, x, mask, value: xp.where(mask, xp.asarray(value, dtype=x.dtype), x))
+MaskedFillBackward1 = define_node(
+    "MaskedFillBackward1", inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
+    value="F.sum(F.where(mask, grad, 0.0))",
+    forward=lambda xp, x, value, mask: xp.where(mask, xp.astype(value, x.dtype), x))
+
+
+@op(MaskedFillBackward0, MaskedFillBackward1)
+def masked_fill(input, mask, value):
+    """``value`` where the bool ``mask`` (broadcast to the input's shape) is true; a 0-d tensor
+    value gets the sum of the gradient there (MaskedFillBackward1)."""
+    if mask.__class__ is not Tensor or mask.dtype.name != "bool":
+        kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
+        raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+    xp = input._backend.xp
+    try:
+        m = xp.broadcast_to(mask._data, input._data.shape)
+    except ValueError:
+        raise ShapeError(f"The size of tensor a ({input.shape[-1] if input.ndim else 1}) must match the size of "
+                         f"tensor b ({mask.shape[-1] if mask.ndim else 1}) at non-singleton dimension "
+                         f"{_builtins_max(input.ndim, mask.ndim) - 1}") from None
+    if value.__class__ is Tensor:
+        if value.ndim:
+            raise ShapeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                             f"{value.ndim} dimension(s).")
+        return apply(MaskedFillBackward1, (input, value), (m,))
+    return apply(MaskedFillBackward0, (input,), (m, value))
+
+
+def _builtins_max(a, b):
+    return a if a > b else b
 
 
 @op(WhereBackward0, method=False)

@@ -94,13 +94,13 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
     if ord == 0:
         return F.zeros_like(self)
     if ord == 1:
-        return F.expand(g, sizes) * F.sign(self)
+        return F.expand(g, sizes) * F.sgn(self)
     if ord == 2:
-        return F.where(r == 0, 0.0, self * (g / r))
+        return g * F.masked_fill(self / r, r == 0, 0)  # torch's (self / norm).masked_fill_(norm == 0, 0)
     if ord in (float("inf"), float("-inf")):
         mask = F.mask(F.abs(self) == r, grad)
         count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
-        return F.sign(self) * mask * (g / count)
+        return F.sgn(self) * mask * (g / count)
     # general p: d||x||_p = x |x|^(p-2) / ||x||_p^(p-1)
     return F.where(r == 0, 0.0, self * F.abs(self) ** (ord - 2) * (g / r ** (ord - 1)))
 
@@ -108,7 +108,7 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
 def var_backward(F, grad, self, dim, correction, keepdim):
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
-    mean = F.sum(self, dim, True) / n if dim is not None else F.sum(self) / n
+    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     dof = _builtins.max(n - correction, 0)
     # no degrees of freedom: torch's 2.0 / 0 is inf, so the gradient is nan (never a ZeroDivisionError)
     return (2.0 / dof if dof else float("inf")) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
@@ -166,17 +166,38 @@ VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"
                            forward=lambda xp, x, dim, c, keepdim: xp.var(x, axis=dim, correction=c, keepdims=keepdim))
 StdBackward0 = define_node(
     "StdBackward0", attrs=("dim", "correction", "keepdim"),
-    self="var_backward(F, F.where(result == 0, 0.0, grad / (result * 2)), self, dim, correction, keepdim)",
+    self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
     forward=lambda xp, x, dim, c, keepdim: xp.std(x, axis=dim, correction=c, keepdims=keepdim))
 LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
                                  forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
 SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
-                               self="result * (grad - F.sum(grad * result, (dim,), True))",
+                               self="F.softmax_backward(grad, result, dim)",
                                forward=lambda xp, x, dim: _softmax(xp, x, dim))
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
-                                  self="grad - F.exp(result) * F.sum(grad, (dim,), True)",
+                                  self="F.log_softmax_backward(grad, result, dim)",
                                   forward=lambda xp, x, dim: x - _logsumexp(xp, x, (dim,), True))
+# torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
+# are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
+SoftmaxBackwardDataBackward0 = define_node(
+    "SoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: y * (g - xp.sum(g * y, axis=dim, keepdims=True)),
+    grad_output="F.softmax_backward(grad, output, dim)",
+    output="grad * (grad_output - F.sum(grad_output * output, (dim,), True)) "
+           "- grad_output * F.sum(grad * output, (dim,), True)")
+LogSoftmaxBackwardDataBackward0 = define_node(
+    "LogSoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: g - xp.exp(y) * xp.sum(g, axis=dim, keepdims=True),
+    grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
+    output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
+
+
+def softmax_backward(grad_output, output, dim):
+    return apply(SoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
+
+
+def log_softmax_backward(grad_output, output, dim):
+    return apply(LogSoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
 
 
 def _vector_norm(xp, x, ord, dim, keepdim):
@@ -394,7 +415,7 @@ def norm(input, p="fro", dim=None, keepdim=False):
     ord = float(ord)
     if ord == int(ord) if abs(ord) != float("inf") else False:
         ord = int(ord)
-    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    d = None if dim is None else dims(dim, input.ndim)  # None: torch's full reduction (no unsqueeze)
     return apply(LinalgVectorNormBackward0, (input,), (ord, _reduce_scalar_dim(input, d), bool(keepdim)))
 
 
@@ -405,7 +426,7 @@ def _var_args(input, dim, unbiased, correction, keepdim):
         dim, unbiased = None, dim
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    d = tuple(range(input.ndim)) if dim is None else dims(dim, input.ndim)
+    d = None if dim is None else dims(dim, input.ndim)  # None: torch's full reduction (mean(), no unsqueeze)
     return (_reduce_scalar_dim(input, d), correction, bool(keepdim))
 
 
@@ -430,7 +451,7 @@ def logsumexp(input, dim, keepdim=False):
     return apply(LogsumexpBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
 
 
-@op(SoftmaxBackward0, category="reduction")
+@op(SoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
     dim = _implicit_dim("softmax", input, dim)
@@ -440,7 +461,7 @@ def softmax(input, dim=None, dtype=None):
     return apply(SoftmaxBackward0, (_floating(input),), (_wrap_dim(dim, input.ndim),))
 
 
-@op(LogSoftmaxBackward0, category="reduction")
+@op(LogSoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
     dim = _implicit_dim("log_softmax", input, dim)

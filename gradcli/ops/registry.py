@@ -44,9 +44,9 @@ _ARRAY_OPERATORS = {"a + b": _operator.add, "a - b": _operator.sub, "a * b": _op
 class Op:
     """One user-facing function: what ``gradcli ops`` prints and the interpreter allows."""
 
-    __slots__ = ("name", "fn", "method", "nodes", "doc", "differentiable", "category", "operator")
+    __slots__ = ("name", "fn", "method", "nodes", "doc", "differentiable", "category", "operator", "namespaces")
 
-    def __init__(self, name, fn, method, nodes, doc, differentiable, category, operator):
+    def __init__(self, name, fn, method, nodes, doc, differentiable, category, operator, namespaces=("torch",)):
         self.name = name
         self.fn = fn
         self.method = method            # True, a method name other than ``name``, or False
@@ -55,6 +55,7 @@ class Op:
         self.differentiable = differentiable
         self.category = category
         self.operator = operator        # its spelling as an operator ("a + b"), or None
+        self.namespaces = namespaces    # the modules a program reaches it in ("torch": also a bare name)
 
     @property
     def grad_fns(self) -> tuple:
@@ -99,11 +100,18 @@ FUNCTIONS: dict[str, Op] = {}        # by name, in declaration order
 BY_FUNCTION: dict = {}               # the function object -> its Op
 BINARY_OPERATORS: dict = {}          # "+" -> the function ``a + b`` runs when ``a`` is a tensor
 INPLACE_OPERATORS: dict = {}         # "+" -> the function ``a += b`` runs on a tensor ``a``
+NAMESPACES: dict = {}                # "torch.nn.functional" -> {name: Op}: what ``F.<name>`` reaches
 
 
 def op(*nodes, method: bool | str = True, operator: str | None = None, reflected=None, fast: bool = False,
-       differentiable: bool = True, category: str = "math", name: str | None = None):
+       differentiable: bool = True, category: str = "math", name: str | None = None,
+       namespaces: tuple = ("torch",)):
     """Register ``fn`` as a user-facing op.
+
+    ``namespaces``: the PyTorch modules a program reaches it through (``import torch.nn.functional
+    as F; F.relu(x)``). ``"torch"`` (the default) makes it ``torch.<name>`` and a bare name of the
+    dialect (``relu(x)``); an op of ``("torch.nn.functional",)`` alone is only ``F.<name>``, as
+    ``mse_loss`` is in PyTorch. Any module path works (``"torch.autograd"``, ``"torch.cuda"``).
 
     ``nodes``: the node classes it records. ``method``: also a Tensor method (True: of the same
     name; a string: under that name). ``operator``: its spelling as an operator (a key of
@@ -118,8 +126,10 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
         doc = (fn.__doc__ or "").strip().split("\n")[0]
         plain = fn
         fn = _with_numpy_names(fn, fname)
-        info = Op(fname, fn, method, tuple(nodes), doc, differentiable, category, operator)
+        info = Op(fname, fn, method, tuple(nodes), doc, differentiable, category, operator, tuple(namespaces))
         FUNCTIONS[fname] = info
+        for module in info.namespaces:
+            NAMESPACES.setdefault(module, {})[fname] = info
         BY_FUNCTION[fn] = info
         BY_FUNCTION[plain] = info
         if method:

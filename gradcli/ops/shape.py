@@ -41,7 +41,7 @@ TBackward0 = define_node("TBackward0", self="F.t(grad)",
 PermuteBackward0 = define_node("PermuteBackward0", attrs=("dims",),
                                self="F.permute(grad, inverse_permutation(dims))",
                                forward=lambda xp, x, dims: xp.permute_dims(x, dims))
-UnsqueezeBackward0 = define_node("UnsqueezeBackward0", attrs=("dim",), self="F.reshape(grad, self_sizes)",
+UnsqueezeBackward0 = define_node("UnsqueezeBackward0", attrs=("dim",), self="F.squeeze(grad, dim)",
                                  forward=lambda xp, x, dim: xp.expand_dims(x, axis=dim))
 _squeeze_forward = (lambda xp, x, shape: xp.reshape(x, shape))
 SqueezeBackward0 = define_node("SqueezeBackward0", attrs=("shape",), self="F.reshape(grad, self_sizes)",

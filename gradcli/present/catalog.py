@@ -18,9 +18,10 @@ def run_ops(json_output: bool = False) -> int:
     from rich.table import Table
     from rich.text import Text
 
-    from .tables import _console
+    from .tables import _console, show
     table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title=f"{len(data)} functions", title_justify="left")
     table.add_column("signature", style="bold", overflow="fold")
+    table.add_column("arity", justify="right")
     table.add_column("method / operator", overflow="fold")
     table.add_column("grad_fn", style="cyan", overflow="fold")
     table.add_column("derivative", overflow="fold")
@@ -29,10 +30,12 @@ def run_ops(json_output: bool = False) -> int:
         if not r["grad_fns"]:
             why = "not differentiable" if not r["differentiable"] else \
                 "creates a leaf" if r["category"] == "creation" else "(no graph node)"
-            table.add_row(r["signature"], forms, "-", Text(why, style="dim"))
+            table.add_row(r["signature"], str(r["arity"]), forms, "-", Text(why, style="dim"))
             continue
         for k, (grad_fn, formulas_by_input) in enumerate(r["derivatives"].items()):
             formula = "\n".join(f"{i}: {v}" for i, v in formulas_by_input.items()) or "-"
-            table.add_row(r["signature"] if k == 0 else "", forms if k == 0 else "", grad_fn, formula)
-    _console().print(table)
+            table.add_row(r["signature"] if k == 0 else "", str(r["arity"]) if k == 0 else "", forms if k == 0 else "",
+                          grad_fn, formula)
+    console = _console()
+    show(console, table)
     return 0

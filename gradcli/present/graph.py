@@ -9,8 +9,9 @@ shape; ``--show-saved`` adds the shapes of the values the node saved for backwar
 
 - ``tree`` (default): an indented tree drawn here line by line (rich's own Tree recurses on
   depth); a node reached a second time (a shared sub-graph) is shown once and then as a
-  reference ``(see #3: AddBackward0)``, and indentation stops growing past ``MAX_INDENT``
-  levels (deeper lines say ``[depth N]``) so that a long chain stays readable.
+  reference ``(see #3: AddBackward0)``; a branch deeper than the width allows (4 columns a
+  level, at most ``MAX_INDENT`` levels) ends in ``#25 AddBackward0 (continued below)`` and goes
+  on below as a block of its own, headed ``#25 AddBackward0 ...  [depth 25]``.
 - ``dot`` (Graphviz), ``mermaid`` and ``json`` text; ``-o FILE`` writes ``.dot``/``.gv``,
   ``.mmd``, ``.json``, or ``.svg``/``.png`` through Graphviz's ``dot`` program where it is
   installed (exit 3 with a hint where it is not).
@@ -32,22 +33,28 @@ from ..errors import DeviceError
 MAX_INDENT = 24
 FORMATS = ("tree", "dot", "mermaid", "json")
 # -o: file extension -> the format written (None: DOT rendered by Graphviz)
-OUTPUTS = {".dot": "dot", ".gv": "dot", ".mmd": "mermaid", ".json": "json", ".svg": None, ".png": None}
+OUTPUTS = {"dot": "dot", "gv": "dot", "mmd": "mermaid", "json": "json", "txt": "tree"}
+# -o: the image and document formats Graphviz's dot writes (dot -T...), by file extension
+GRAPHVIZ_FORMATS = frozenset({"svg", "svgz", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "bmp", "tif",
+                              "tiff", "webp", "ico", "pic", "vml", "xdot", "plain", "canon", "imap",
+                              "cmapx", "fig", "vrml", "wbmp"})
 GRAPHVIZ_HINT = ("install Graphviz, which provides 'dot' (Debian/Ubuntu: the package graphviz, "
                  "sudo apt-get install graphviz; macOS: brew install graphviz), "
                  "or write DOT text with -o graph.dot")
 
 
 class GraphNode:
-    __slots__ = ("id", "node", "name", "variable", "shape", "saved", "edges")
+    __slots__ = ("id", "node", "name", "variable", "shape", "saved", "edges", "root")
 
     def __init__(self, id, node, name, variable, shape, saved):
         self.id, self.node, self.name, self.variable, self.shape, self.saved = id, node, name, variable, shape, saved
+        self.root = False  # one of the values drawn (--root)
         self.edges: list[tuple[int, int]] = []   # (child id, input index), in next_functions order
 
 
 def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
-    """All nodes reachable from ``root`` (a grad_fn), numbered in breadth-first order.
+    """All nodes reachable from ``root`` (a grad_fn, or a list of them: the roots are then nodes
+    0, 1, ...), numbered in breadth-first order.
 
     ``name_of(obj)`` gives the variable name bound to a node, or to a leaf tensor."""
     from ..autograd.node import AccumulateGrad
@@ -70,7 +77,8 @@ def collect(root, name_of=lambda obj: None) -> list[GraphNode]:
             order.append(g)
         return g
 
-    visit(root)
+    for r in (root if isinstance(root, list) else [root]):
+        visit(r).root = True
     i = 0
     while i < len(order):  # breadth-first over a growing list: iterative
         g = order[i]
@@ -113,51 +121,73 @@ def label(g: GraphNode, show_saved: bool = False, sep: str = " ") -> str:
 
 # -- renderings ----------------------------------------------------------------------------------
 
-def tree_rows(nodes: list[GraphNode]):
-    """The tree, depth-first in next_functions order, as ``(prefix, node id, first time, depth)``
-    rows; a node already shown is a reference row (``first time`` False)."""
+def indent_limit(columns: int) -> int:
+    """Levels of indentation a tree may use at ``columns`` columns (4 columns a level, leaving
+    about 40 for the labels), between 4 and :data:`MAX_INDENT`."""
+    return max(4, min(MAX_INDENT, (columns - 40) // 4))
+
+
+def tree_rows(nodes: list[GraphNode], limit: int = MAX_INDENT):
+    """The tree, depth-first in next_functions order, as ``(prefix, node id, kind, depth)`` rows:
+    kind ``"node"``, ``"see"`` (a node already shown: a reference) or ``"below"`` (the branch
+    goes on ``limit`` levels deeper than its block's top: it is drawn below as a block of its
+    own, starting from that node, so that a deep graph never outgrows the width)."""
     if not nodes:
         return
-    shown = set()
-    # stack entries: (node id, prefix of this line, prefix of its children's lines, depth)
-    stack = [(0, "", "", 0)]
-    while stack:
-        nid, head, rest, depth = stack.pop()
-        if nid in shown:
-            yield head, nid, False, depth
+    shown, pending = set(), set()  # pending: to be drawn in a block below
+    blocks = [(g.id, 0) for g in nodes if g.root] or [(0, 0)]
+    k = 0
+    while k < len(blocks):
+        start, base = blocks[k]
+        k += 1
+        if start in shown:
             continue
-        shown.add(nid)
-        yield head, nid, True, depth
-        children = nodes[nid].edges
-        flat = depth >= MAX_INDENT  # stop indenting: children share this level
-        for pos in range(len(children) - 1, -1, -1):
-            child = children[pos][0]
-            last = pos == len(children) - 1
-            if flat:
-                stack.append((child, rest + ("└─ " if last else "├─ "), rest, depth + 1))
-            else:
-                stack.append((child, rest + ("└── " if last else "├── "),
+        # stack entries: (node id, prefix of this line, prefix of its children's lines, depth)
+        stack = [(start, "", "", base)]
+        while stack:
+            nid, head, rest, depth = stack.pop()
+            if nid in shown or (nid in pending and nid != start):
+                yield head, nid, "see", depth
+                continue
+            if depth - base >= limit and nid != start:
+                yield head, nid, "below", depth
+                pending.add(nid)
+                blocks.append((nid, depth))
+                continue
+            shown.add(nid)
+            yield head, nid, "node", depth
+            children = nodes[nid].edges
+            for pos in range(len(children) - 1, -1, -1):
+                last = pos == len(children) - 1
+                stack.append((children[pos][0], rest + ("└── " if last else "├── "),
                               rest + ("    " if last else "│   "), depth + 1))
 
 
-def tree_lines(nodes: list[GraphNode], show_saved: bool = False) -> list[str]:
+def tree_lines(nodes: list[GraphNode], show_saved: bool = False, limit: int = MAX_INDENT) -> list[str]:
     lines = []
-    for head, nid, first, depth in tree_rows(nodes):
+    for head, nid, kind, depth in tree_rows(nodes, limit):
         g = nodes[nid]
-        if not first:
+        if kind == "see":
             lines.append(f"{head}(see #{nid}: {g.name})")
+        elif kind == "below":
+            lines.append(f"{head}#{nid} {g.name} (continued below)")
         else:
-            more = f"  [depth {depth}]" if depth > MAX_INDENT else ""
+            if not head and depth:
+                lines.append("")
+            more = f"  [depth {depth}]" if not head and depth else ""
             lines.append(f"{head}#{nid} {label(g, show_saved)}{more}")
     return lines
 
 
 def print_tree(nodes: list[GraphNode], show_saved: bool = False, file=None) -> None:
-    """The tree on a terminal in colour (grad_fn names, variable names, shapes), else plain."""
+    """The tree, fitted to the width (:func:`indent_limit`): on a terminal in colour (grad_fn
+    names, variable names, shapes), else plain."""
+    from .tables import width
     file = file or sys.stdout
+    limit = indent_limit(width(file))
     is_tty = hasattr(file, "isatty") and file.isatty()
     if not is_tty or os.environ.get("NO_COLOR"):
-        lines = tree_lines(nodes, show_saved)
+        lines = tree_lines(nodes, show_saved, limit)
         file.write("\n".join(lines) + "\n")
         return
     from rich.text import Text
@@ -165,21 +195,26 @@ def print_tree(nodes: list[GraphNode], show_saved: bool = False, file=None) -> N
     from .tables import _console
     console = _console(file)
     out = Text()
-    for head, nid, first, depth in tree_rows(nodes):
+    for head, nid, kind, depth in tree_rows(nodes, limit):
         g = nodes[nid]
+        if kind == "node" and not head and depth:
+            out.append("\n")
         out.append(head, style="dim")
-        if not first:
+        if kind == "see":
             out.append(f"(see #{nid}: {g.name})\n", style="dim italic")
             continue
         out.append(f"#{nid} ", style="dim")
         out.append(g.name, style="blue" if g.name == "AccumulateGrad" else "cyan")
+        if kind == "below":
+            out.append(" (continued below)\n", style="dim italic")
+            continue
         if g.variable:
             out.append(f" {g.variable}", style="bold")
         if g.shape is not None:
             out.append(f" {g.shape}")
         if show_saved and g.saved:
             out.append(" saved " + ("freed" if g.saved == "freed" else ", ".join(g.saved)), style="magenta")
-        if depth > MAX_INDENT:
+        if not head and depth:
             out.append(f"  [depth {depth}]", style="dim")
         out.append("\n")
     console.print(out, end="", soft_wrap=True)
@@ -193,7 +228,7 @@ def to_dot(nodes: list[GraphNode], show_saved: bool = False) -> str:
     out = ["digraph gradcli {", '  rankdir="TB";',
            '  node [shape=box, style="rounded,filled", fontname="monospace"];']
     for g in nodes:
-        fill = "lightblue" if g.name == "AccumulateGrad" else "lightgray" if g.id == 0 else "white"
+        fill = "lightblue" if g.name == "AccumulateGrad" else "lightgray" if g.root else "white"
         text = "\\n".join(_dot_string(p) for p in label_parts(g, show_saved))
         out.append(f'  n{g.id} [label="{text}", fillcolor="{fill}"];')
     for g in nodes:
@@ -219,6 +254,7 @@ def to_mermaid(nodes: list[GraphNode], show_saved: bool = False) -> str:
 def to_json(nodes: list[GraphNode], show_saved: bool = False) -> dict:
     return {
         "root": 0 if nodes else None,
+        "roots": [g.id for g in nodes if g.root],
         "nodes": [{"id": g.id, "name": g.name, "variable": g.variable, "shape": g.shape,
                    **({"saved": g.saved} if show_saved else {})} for g in nodes],
         "edges": [{"from": g.id, "to": child, "input": k} for g in nodes for child, k in g.edges],

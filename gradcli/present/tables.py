@@ -210,20 +210,94 @@ def _error_text(err: GradcliError, source: str | None) -> str:
     return "\n".join(lines)
 
 
+def print_error(err: GradcliError, source: str | None, file=None) -> None:
+    """:func:`error_text` on stderr. On a terminal, ``error:`` and ``hint:`` in colour (unless
+    ``NO_COLOR``; ``FORCE_COLOR`` colours a pipe too) and the message lines wrapped between
+    words at the terminal's width; in a pipe or a log the text stays as is, one line per message."""
+    file = file or sys.stderr
+    text = error_text(err, source)
+    tty = hasattr(file, "isatty") and file.isatty()
+    if tty and os.environ.get("TERM") != "dumb":
+        text = _wrap(text, width(file))
+    if (tty or os.environ.get("FORCE_COLOR")) and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb":
+        text = "\n".join(_colour_label(line) for line in text.split("\n"))
+    print(text, file=file)
+
+
+def _wrap(text: str, columns: int) -> str:
+    """Wrap the ``error:``/``hint:`` lines between words; the source line and caret stay whole."""
+    import textwrap
+    out = []
+    for line in text.split("\n"):
+        if line.startswith(("error: ", "hint: ")) and len(line) > columns:
+            out.extend(textwrap.wrap(line, columns, subsequent_indent="  ", break_long_words=False,
+                                     break_on_hyphens=False))
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _colour_label(line: str) -> str:
+    for label, code in (("error:", "1;31"), ("hint:", "1;36")):
+        if line.startswith(label):
+            return f"\x1b[{code}m{label}\x1b[0m{line[len(label):]}"
+    return line
+
+
 # -- the table ------------------------------------------------------------------------------
 
 def _console(file=None):
+    """A rich console for ``file`` (stdout): colour and width as rich decides them on a terminal
+    (``NO_COLOR``, ``FORCE_COLOR``, ``TERM=dumb`` honoured), and on a pipe :func:`width` columns
+    without colour. A closed pipe raises BrokenPipeError (rich's own handler exits 1, the code of
+    a failed check), which the entry point turns into a quiet exit 141."""
     from rich.console import Console
     file = file or sys.stdout
     is_tty = hasattr(file, "isatty") and file.isatty()
-    width = None if is_tty else int(os.environ.get("COLUMNS", "160") or 160)
-    return Console(file=file, width=width, no_color=bool(os.environ.get("NO_COLOR")) or not is_tty,
-                   color_system="auto" if is_tty and not os.environ.get("NO_COLOR") else None,
-                   highlight=False, soft_wrap=False)
+    force = bool(os.environ.get("FORCE_COLOR"))
+    styled = is_tty or force
+    console = Console(file=file, width=width(file), highlight=False, soft_wrap=False,
+                      force_terminal=True if force else None, color_system="auto" if styled else None,
+                      no_color=bool(os.environ.get("NO_COLOR")))
+    console.on_broken_pipe = _broken_pipe
+    return console
+
+
+def show(console, *renderables, **kwargs) -> None:
+    """Print through ``console`` with no trailing spaces on any line (rich pads every cell to
+    its column's width; a pipe, a diff or a log should not carry that padding)."""
+    with console.capture() as capture:
+        console.print(*renderables, **kwargs)
+    console.file.write(strip_trailing(capture.get()))
+
+
+def strip_trailing(text: str) -> str:
+    """``text`` with the spaces before each line's end removed, colour codes kept."""
+    import re
+    return re.sub(r"(?:[ ]|\x1b\[[0-9;]*m)+(?=\n|$)", lambda m: m.group().replace(" ", ""), text)
+
+
+def _broken_pipe():
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+def width(file=None) -> int:
+    """Columns to fit: the terminal's width on a terminal, else ``COLUMNS`` or 80. ``COLUMNS``
+    that is not a positive integer (``abc``, ``0``) is ignored, as rich and most tools do."""
+    file = file or sys.stdout
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and 0 < int(env) <= 10_000:
+        return int(env)
+    if hasattr(file, "isatty") and file.isatty():
+        try:
+            return os.get_terminal_size(file.fileno()).columns or 80
+        except (OSError, ValueError, AttributeError):
+            pass
+    return 80
 
 
 _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""), ("is_leaf", ""),
-            ("grad_fn", "cyan"), ("next_functions", "cyan"), ("data", ""), ("grad", "green"))
+            ("grad_fn", "cyan"), ("next_functions", "cyan"), ("data", ""), ("grad", ""))
 
 
 def _cells(t, name: str) -> list[str]:
@@ -245,47 +319,90 @@ def _table_rows(all_rows):
     return all_rows[:half] + all_rows[-half:], len(all_rows) - 2 * half
 
 
-def print_table(result, file=None, title: str | None = None) -> None:
-    """One row per variable when it fits the terminal; otherwise one card per variable, so a
-    tensor's repr is never folded mid-number."""
+# Which columns go into the first table, in order, when not all fit: the values first.
+_PRIORITY = ("data", "grad", "grad_fn", "shape", "dtype", "requires_grad", "is_leaf", "next_functions")
+
+
+def print_table(result, file=None, title: str | None = None, wide: bool = False) -> None:
+    """The variables, fitted to the width (:func:`width`): the name and as many columns as fit
+    in a first table (values first: data, grad, grad_fn, shape...), the rest in a second table
+    below (and a third if need be), each starting with the name. A cell is never folded: a
+    column wider than the terminal on its own is printed whole. ``wide``: one table with every
+    column, however wide (``--wide``)."""
     from rich import box
-    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
     console = _console(file)
+    names = [c for c, _ in _COLUMNS]
     shown, hidden = _table_rows(rows(result))
-    data = [_cells(t, name) for name, t in shown]
+    data = [dict(zip(names, (escape_controls(c) for c in _cells(t, name)))) for name, t in shown]
     if hidden:
-        data.insert(MAX_TABLE_ROWS // 2, ["..."] + [""] * 6 +
-                    [f"{hidden:,} more variables, not shown here (--json lists them all)", ""])
+        filler = dict.fromkeys(names, "")
+        filler["name"] = "..."
+        filler["data"] = f"{hidden:,} more variables, not shown here (--json lists them all)"
+        data.insert(MAX_TABLE_ROWS // 2, filler)
     if not data and not result.checks:
         return  # nothing to show: no empty table
-    table = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
-    for col, style in _COLUMNS:
-        table.add_column(col, style=style or None, no_wrap=True)
-    data = [[escape_controls(c) for c in r] for r in data]
-    for r in data:
-        table.add_row(*(Text(c) for c in r))
-    wide = console.options.update_width(1 << 20)
-    if not data or Measurement.get(console, wide, table).maximum <= console.width:
-        console.print(table)
-    else:
+
+    def table(columns, with_title=True):
+        out = Table(box=box.SIMPLE_HEAVY, title=title if with_title else None, pad_edge=False)
+        for col, style in _COLUMNS:
+            if col == "name" or col in columns:
+                out.add_column(col, style=style or None, no_wrap=True)
         for r in data:
-            card = Table(box=box.SIMPLE_HEAVY, show_header=False, pad_edge=False,
-                         title=Text(r[0], style="bold"), title_justify="left")
-            card.add_column("field", style="dim", no_wrap=True)
-            card.add_column("value", overflow="fold")
-            for (col, style), cell in zip(_COLUMNS[1:], r[1:]):
-                card.add_row(col, Text(cell, style=style or ""))
-            console.print(card)
+            out.add_row(*(Text(r[col], style=_grad_style(r[col]) if col == "grad" else "")
+                          for col, _ in _COLUMNS if col == "name" or col in columns))
+        return out
+
+    if data:
+        groups = [list(_PRIORITY)] if wide else _pack(console, lambda cols: table(cols))
+        for k, cols in enumerate(groups):
+            fit_print(console, table(cols, k == 0))
     if result.checks:
         checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
         for col in ("line", "result", "message"):
-            checks.add_column(col)
+            checks.add_column(col, no_wrap=col != "message")
         for c in result.checks:
             checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
                            Text("FAIL", style="bold red"), Text(escape_controls(c.message or "")))
-        console.print(checks)
+        show(console, checks)
+
+
+def _grad_style(text: str) -> str:
+    """A gradient in green; a ``grad`` of None dim, not green like a real one."""
+    return "dim" if text == "None" else "green"
+
+
+def _pack(console, make) -> list[list[str]]:
+    """The columns of :data:`_PRIORITY` in as few tables as fit the console's width: each column
+    goes into the first table it fits in (first fit, values first)."""
+    groups: list[list[str]] = []
+    for col in _PRIORITY:
+        for cols in groups:
+            if natural_width(console, make(cols + [col])) <= console.width:
+                cols.append(col)
+                break
+        else:
+            groups.append([col])
+    return groups
+
+
+def natural_width(console, renderable) -> int:
+    from rich.measure import Measurement
+    return Measurement.get(console, console.options.update_width(1 << 20), renderable).maximum
+
+
+def fit_print(console, table) -> None:
+    """Print ``table`` at its natural width where that is more than the console's: rich would
+    otherwise crop cells (``pa…``); a terminal then wraps the long lines whole."""
+    width = console.width
+    need = natural_width(console, table)
+    if need > width:
+        console.width = need
+    try:
+        show(console, table)
+    finally:
+        console.width = width
 
 
 def print_notes(result, file=None) -> None:
@@ -296,8 +413,10 @@ def print_notes(result, file=None) -> None:
 
 
 def print_failed_checks(result) -> None:
-    """Failed asserts go to stderr in every output mode, so CI logs show them."""
+    """Failed asserts go to stderr in every output mode, so CI logs show them (one that stopped
+    the program is the run's error, printed with its caret instead)."""
+    err = result.error
     for c in result.checks:
-        if not c.passed:
+        if not c.passed and not (err is not None and err.kind == "check" and err.line == c.line):
             msg = f": {escape_controls(c.message)}" if c.message else ""
             print(f"check failed at line {c.line}{msg}", file=sys.stderr)

@@ -185,7 +185,7 @@ DivBackward0 = define_node(
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
-@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b))
+@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True)
 def div(input, other):
     """Elementwise quotient, broadcasting (true division: integers give floats)."""
     if input.__class__ is not Tensor:

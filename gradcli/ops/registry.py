@@ -25,6 +25,7 @@ import operator as _operator
 
 from ..autograd.factory import tensor
 from ..autograd.function import record2, record_number
+from ..autograd.grad_mode import STATE as _GRAD_STATE
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError
 
@@ -181,27 +182,28 @@ def _install_operator(info: Op, reflected, fast: bool) -> None:
 
 
 def _fast_operator(info: Op):
-    """``Tensor.__mul__`` and friends: two tensors of one dtype, shape and device (what a chain of
-    arithmetic is made of) go straight to the array operation and the recording; anything else
-    (numbers, broadcasting, promotion, errors) takes the op's function."""
+    """``Tensor.__mul__`` and friends, shared by every binary operator declared ``fast=True``:
+    two tensors of one floating dtype, shape and device (what a chain of arithmetic is made of),
+    or a tensor and a Python number (``y * 1.0001``, ``w - 0.1 * g``: the tensor's dtype wins, by
+    torch's rule and NumPy's for Python scalars), go straight to the array operator and the
+    recording; anything else (broadcasting, promotion, integers, errors, a formula running under
+    create_graph, where torch records its Scalar overloads) takes the op's function."""
     cls = info.nodes[0]
     compute = _ARRAY_OPERATORS[info.operator]
     general = info.fn
     defaults = inspect.signature(general).parameters
     attrs = tuple(defaults[a].default for a in cls.attr_names)
+    grad_state = _GRAD_STATE
 
     def operator(a, b):
         kind = b.__class__
-        if kind is Tensor:
-            da = a._data
-            db = b._data
-            if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
-                return record2(cls, a, b, da, db, compute(da, db), attrs)
-        elif kind is float or kind is int:
-            # A number on a floating tensor: the tensor's dtype wins (torch's rule, NumPy's too for
-            # Python scalars), so the array operator is the op.
-            da = a._data
-            if da.dtype.kind == "f":
+        da = a._data
+        if da.dtype.kind == "f" and not grad_state.formula:
+            if kind is Tensor:
+                db = b._data
+                if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
+                    return record2(cls, a, b, da, db, compute(da, db), attrs)
+            elif kind is float or kind is int:
                 return record_number(cls, a, b, da, compute(da, b), attrs)
         return general(a, b)
     operator.__name__ = operator.__qualname__ = f"__{_DUNDERS[info.operator]}__"

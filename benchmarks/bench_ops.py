@@ -58,6 +58,8 @@ def environment(lib):
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
         "mask": lib.tensor([[True, False], [False, True]]),
+        "target": lib.tensor([[1.0, 0.0], [0.0, 1.0]]),
+        "labels": lib.tensor([1, 0]),
     }
 
 
@@ -65,6 +67,14 @@ def environment(lib):
 
 def _fn(lib, name):
     return getattr(lib, name)
+
+
+def _F(lib):
+    """torch.nn.functional, or gradcli's declarations of it."""
+    if lib.__name__ == "torch":
+        return lib.nn.functional
+    from gradcli.ops import nn_functional
+    return nn_functional
 
 
 # Ops whose calls cannot be guessed from their parameters: one recipe each, as a program writes it.
@@ -120,13 +130,26 @@ RECIPES = {
     "max": [("x.max()", lambda L, e: e["x"].max()), ("x.max(1).values", lambda L, e: e["x"].max(1)[0]),
             ("max(x, y)", lambda L, e: L.max(e["x"], e["y"]))],
     "min": [("x.min()", lambda L, e: e["x"].min()), ("x.min(1).values", lambda L, e: e["x"].min(1)[0])],
+    "diagonal": [("x.diagonal()", lambda L, e: e["x"].diagonal())],
+    "copy_": [("x * 1 then copy_(y)", lambda L, e: (e["x"] * 1).copy_(e["y"]))],
+    "fill_": [("x * 1 then fill_(2)", lambda L, e: (e["x"] * 1).fill_(2.0))],
+    "clip": [("x.clip(0.8, 1.3)", lambda L, e: e["x"].clip(0.8, 1.3))],
+    "masked_fill": [("x.masked_fill(mask, 0)", lambda L, e: e["x"].masked_fill(e["mask"], 0.0))],
+    "mse_loss": [("F.mse_loss(x, y)", lambda L, e: _F(L).mse_loss(e["x"], e["y"]))],
+    "l1_loss": [("F.l1_loss(x, y)", lambda L, e: _F(L).l1_loss(e["x"], e["y"]))],
+    "binary_cross_entropy": [("F.binary_cross_entropy(x.sigmoid(), target)",
+                              lambda L, e: _F(L).binary_cross_entropy(e["x"].sigmoid(), e["target"]))],
+    "binary_cross_entropy_with_logits": [("F.binary_cross_entropy_with_logits(x, target)",
+                                          lambda L, e: _F(L).binary_cross_entropy_with_logits(e["x"], e["target"]))],
+    "nll_loss": [("F.nll_loss(x, labels)", lambda L, e: _F(L).nll_loss(e["x"], e["labels"]))],
+    "cross_entropy": [("F.cross_entropy(x, labels)", lambda L, e: _F(L).cross_entropy(e["x"], e["labels"]))],
     "getitem": [("x[0]", lambda L, e: e["x"][0]), ("x[:, 1]", lambda L, e: e["x"][:, 1]),
                 ("x[[1, 0]]", lambda L, e: e["x"][[1, 0]]), ("x[mask]", lambda L, e: e["x"][e["mask"]])],
 }
 
-# Families left out: creation functions (their outputs are leaves), comparisons and the like
-# (never differentiable).
-_SKIPPED_CATEGORIES = ("creation", "comparison", "autograd")
+# Families left out: creation functions and the legacy constructors (their outputs are leaves),
+# comparisons (never differentiable), autograd's functional API (it runs other ops).
+_SKIPPED_CATEGORIES = ("creation", "comparison", "autograd", "legacy")
 
 
 def _operator_cases(info):

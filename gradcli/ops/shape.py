@@ -28,7 +28,7 @@ CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x
 CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), src="grad", broadcasts=True,
                             forward=lambda xp, dst, src: xp.asarray(xp.broadcast_to(src, dst.shape), copy=True))
 CopyBackwards.name = lambda self: "torch::autograd::CopyBackwards"  # a C++ node in torch, named so
-FillBackward0 = define_node("FillBackward0", attrs=("value",), self="F.zeros_like(grad)",
+FillBackward2 = define_node("FillBackward2", attrs=("value",), self="F.zeros_like(grad)",
                             forward=lambda xp, x, value: xp.full_like(x, value))
 FillBackward3 = define_node("FillBackward3", inputs=("self", "value"), self="F.zeros_like(grad)",
                             value="F.sum_to(grad, value_sizes)",
@@ -535,9 +535,9 @@ def _broadcast_shape(a, b):
     return [max(x, y) for x, y in zip(a, b)]
 
 
-@op(FillBackward0, FillBackward3, category="in-place")
+@op(FillBackward2, FillBackward3, category="in-place")
 def fill_(input, value):
-    """Fill with ``value`` in place; its gradient is zero from here on (FillBackward0; a 0-d tensor
+    """Fill with ``value`` in place; its gradient is zero from here on (FillBackward2; a 0-d tensor
     value gets the sum of the gradient: FillBackward3)."""
     from ..autograd.grad_mode import STATE
     from ..autograd.views import rebase, writable
@@ -555,5 +555,5 @@ def fill_(input, value):
     if tensor_value and (input._requires_grad or value._requires_grad):
         rebase(input, apply(FillBackward3, (old, value)).grad_fn)
     elif input._requires_grad:
-        rebase(input, apply(FillBackward0, (old,), (value,)).grad_fn)
+        rebase(input, apply(FillBackward2, (old,), (value,)).grad_fn)
     return input

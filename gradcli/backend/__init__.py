@@ -112,11 +112,12 @@ def _host_index(backend: Backend, index):
 
 def _dtype_name(dt) -> str:
     # NumPy computes ``dtype.name`` in Python at every read (about 5 us): read it once per dtype.
-    name = _DTYPE_NAMES.get(dt)
+    key = (dt.__class__, dt)  # the class first: another library's dtypes never meet NumPy's in ==
+    name = _DTYPE_NAMES.get(key)
     if name is None:
         # numpy/cupy dtypes have .name; array-API namespaces may only print as "array_api_strict.float32"
         name = getattr(dt, "name", None) or str(dt).rpartition(".")[2]
-        name = _DTYPE_NAMES[dt] = "bool" if name == "bool_" else name
+        name = _DTYPE_NAMES[key] = "bool" if name == "bool_" else name
     return name
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools as _functools
 import inspect
+
+import numpy as _np
 import operator as _operator
 
 from ..autograd.factory import tensor
@@ -181,6 +183,11 @@ def _install_operator(info: Op, reflected, fast: bool) -> None:
         setattr(Tensor, f"__r{dunder}__", fn if reflected is True else reflected)
 
 
+# The fast path's arrays: NumPy's (the CPU backend's). CuPy's and array-api-strict's take the general
+# function (array-api-strict warns when its dtypes meet NumPy's).
+_NDARRAY = _np.ndarray
+
+
 def _fast_operator(info: Op):
     """``Tensor.__mul__`` and friends, shared by every binary operator declared ``fast=True``:
     two tensors of one floating dtype, shape and device (what a chain of arithmetic is made of),
@@ -198,7 +205,7 @@ def _fast_operator(info: Op):
     def operator(a, b):
         kind = b.__class__
         da = a._data
-        if da.dtype.kind == "f" and not grad_state.formula:
+        if da.__class__ is _NDARRAY and da.dtype.kind == "f" and not grad_state.formula:
             if kind is Tensor:
                 db = b._data
                 if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:

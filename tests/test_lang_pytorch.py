@@ -192,6 +192,20 @@ x.grad = None
 print(x.grad, x.requires_grad)
 """
 
+PROGRAMS["saved tensors hooks, F and Variable"] = """
+import torch
+import torch.nn.functional as F
+from torch.autograd import Variable
+x = Variable(torch.ones(2, 3), requires_grad=True)
+with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t):
+    y = (x * x).sum()
+y.backward()
+print(x.grad)
+loss = F.cross_entropy(x, torch.tensor([0, 2]))
+loss.backward()
+print(loss, x.grad)
+"""
+
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_program_prints_what_torch_prints(name):

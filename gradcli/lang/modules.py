@@ -141,7 +141,15 @@ def _autograd_members() -> dict:
     members.update(_ops_in("torch.autograd"))
     if "torch.autograd.functional" in registry.NAMESPACES:
         members["functional"] = Module.of("torch.autograd.functional")
+    members["graph"] = Module.of("torch.autograd.graph")
     return members
+
+
+def _graph_members() -> dict:
+    """``torch.autograd.graph``: saved_tensors_hooks (the program's pack/unpack functions)."""
+    from .sandbox import BUILTINS, registered_builtins
+    registered_builtins()
+    return {"saved_tensors_hooks": BuiltinRef("saved_tensors_hooks", BUILTINS["saved_tensors_hooks"])}
 
 
 def _cuda_members() -> dict:
@@ -157,6 +165,7 @@ def _cuda_members() -> dict:
 _MEMBERS = {
     "torch": _torch_members,
     "torch.autograd": _autograd_members,
+    "torch.autograd.graph": _graph_members,
     "torch.nn": lambda: {"functional": Module.of("torch.nn.functional"), **_ops_in("torch.nn")},
     "torch.nn.functional": lambda: _ops_in("torch.nn.functional"),
     "torch.cuda": _cuda_members,

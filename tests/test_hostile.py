@@ -205,7 +205,9 @@ def test_a_swallowed_alarm_is_raised_again_at_the_next_statement():
 
 # -- 7: SIGINT --------------------------------------------------------------------------------------
 
-LONG = "x = ones(300, 300, requires_grad=True)\n" + "y = (x @ x).tanh().sum()\n" * 3000
+# long enough (minutes) that every Ctrl-C below lands while it runs, however fast the machine
+LONG = "x = ones(300, 300, requires_grad=True)\n" + "y = (x @ x).tanh().sum()\n" * 200 + \
+    "for i in range(1000000):\n    y = (x @ x).tanh().sum()\n"
 
 
 @pytest.mark.parametrize("after", [0.3, 0.7, 1.5])

@@ -192,6 +192,24 @@ x.grad = None
 print(x.grad, x.requires_grad)
 """
 
+PROGRAMS["d2l f(a) as published, randn(size=())"] = """
+import torch
+torch.manual_seed(0)
+def f(a):
+    b = a * 2
+    while b.norm() < 1000:
+        b = b * 2
+    if b.sum() > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+a = torch.randn(size=(), requires_grad=True)
+d = f(a)
+d.backward()
+print(a, a.grad == d / a, torch.ones(size=(2,)), torch.zeros(size=[1, 2]), torch.rand(size=(2,)))
+"""
+
 PROGRAMS["saved tensors hooks, F and Variable"] = """
 import torch
 import torch.nn.functional as F

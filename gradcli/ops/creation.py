@@ -9,6 +9,8 @@ Random values for a GPU are drawn on the host and copied (torch's CUDA generator
 
 from __future__ import annotations
 
+import functools as _functools
+
 import numpy as _np
 
 from ..backend import dtypes as _dt
@@ -62,6 +64,19 @@ def _gen(generator):
     return generator
 
 
+def _size_keyword(fn):
+    """torch's ``ones(size=(2, 3))``: the sizes as the keyword ``size`` too (its signature, shown by
+    ``gradcli ops``, stays ``*size``)."""
+    @_functools.wraps(fn)
+    def sized(*size, **kwargs):
+        if "size" in kwargs:
+            if size:
+                raise GradTypeError(f"{fn.__name__}() got multiple values for argument 'size'")
+            size = (kwargs.pop("size"),)
+        return fn(*size, **kwargs)
+    return sized
+
+
 def _size(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         size = tuple(size[0])
@@ -99,12 +114,14 @@ def _full(shape, value, name, device, requires_grad):
 
 
 @op(method=False, category="creation")
+@_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones."""
     return _filled(1, size, dtype, device, requires_grad)
 
 
 @op(method=False, category="creation")
+@_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros."""
     return _filled(0, size, dtype, device, requires_grad)
@@ -123,6 +140,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
+@_size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform random values in [0, 1), torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)
@@ -131,6 +149,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
+@_size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal random values, torch's for a given seed (manual_seed, --seed)."""
     shape = _size(size)

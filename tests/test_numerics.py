@@ -191,3 +191,25 @@ def test_no_numpy_warning_reaches_stderr(program):
         json.loads(out.getvalue())
         assert "Warning" not in err.getvalue(), (command, program, err.getvalue())
         assert [str(w.message) for w in caught] == [], (command, program)
+
+
+def test_the_reduce_fast_path_is_numpys_sum_and_mean_exactly():
+    """array_sum/array_mean (the ufunc's reduce on NumPy arrays) give np.sum's and np.mean's
+    values, dtypes, shapes and scalar types, for every dtype, axis form and keepdims."""
+    import numpy as np
+    from gradcli.backend import array_mean, array_sum
+    rng = np.random.default_rng(0)
+    for i in range(600):
+        nd = int(rng.integers(0, 4))
+        shape = tuple(int(s) for s in rng.integers(1, 6, size=nd))
+        dt = [np.float32, np.float64, np.float16, np.int32, np.int64, np.bool_][i % 6]
+        x = (rng.standard_normal(shape) * 10).astype(dt)
+        axes = [None, *range(nd)] + ([tuple(range(nd))] if nd else []) + ([(0, nd - 1)] if nd > 1 else [])
+        for axis in axes:
+            for keepdims in (False, True):
+                pairs = [(np.sum(x, axis=axis, keepdims=keepdims), array_sum(np, x, axis, keepdims))]
+                if x.dtype.kind == "f":
+                    pairs.append((np.mean(x, axis=axis, keepdims=keepdims), array_mean(np, x, axis, keepdims)))
+                for want, got in pairs:
+                    assert type(got) is type(want) and got.dtype == want.dtype and np.shape(got) == np.shape(want)
+                    assert np.array_equal(got, want), (dt, shape, axis, keepdims)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math as _math
 
 from ..autograd.engine import use_formula_math
-from ..backend import NUMPY as _NUMPY
+from ..backend import NUMPY as _NUMPY, array_mean, array_sum
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 
@@ -104,18 +104,18 @@ class ArrayMath:
         axes, keep = _sum_to_axes(_shape(x), shape)
         xp = self.xp
         if keep:
-            x = xp.sum(x, axis=keep, keepdims=True)
+            x = array_sum(xp, x, keep, True)
         if axes:
-            x = xp.sum(x, axis=axes)
+            x = array_sum(xp, x, axes)
         return xp.reshape(x, shape)
 
     def sum(self, x, dim=None, keepdim=False):
-        return self.xp.sum(x, axis=dim, keepdims=keepdim)
+        return array_sum(self.xp, x, dim, keepdim)
 
     def prod(self, x, dim=None, keepdim=False):
         return self.xp.prod(x, axis=dim, keepdims=keepdim)
 
-    def mean(self, x, dim=None, keepdim=False): return self.xp.mean(x, axis=dim, keepdims=keepdim)
+    def mean(self, x, dim=None, keepdim=False): return array_mean(self.xp, x, dim, keepdim)
 
     def unsqueeze_dims(self, x, dims, ndim):
         """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from ..backend import dtypes as _dt
+from ..backend import array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from .registry import op
@@ -127,15 +127,15 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
 # -- nodes ---------------------------------------------------------------------------------------------
 
 SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
-                           forward=lambda xp, x: xp.sum(x))
+                           forward=lambda xp, x: array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: xp.sum(x, axis=dim, keepdims=keepdim))
+                           forward=lambda xp, x, dim, keepdim: array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
-                            forward=lambda xp, x: xp.mean(x))
+                            forward=lambda xp, x: array_mean(xp, x))
 MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
                             self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
-                            forward=lambda xp, x, dim, keepdim: xp.mean(x, axis=dim, keepdims=keepdim))
+                            forward=lambda xp, x, dim, keepdim: array_mean(xp, x, dim, keepdim))
 ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
                             forward=lambda xp, x: xp.prod(x))
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),

@@ -194,10 +194,10 @@ def test_no_numpy_warning_reaches_stderr(program):
 
 
 def test_the_reduce_fast_path_is_numpys_sum_and_mean_exactly():
-    """array_sum/array_mean (the ufunc's reduce on NumPy arrays) give np.sum's and np.mean's
-    values, dtypes, shapes and scalar types, for every dtype, axis form and keepdims."""
+    """array_sum/array_mean/array_max (the ufunc's reduce on NumPy arrays) give np.sum's, np.mean's
+    and np.max's values, dtypes, shapes and scalar types, for every dtype, axis form and keepdims."""
     import numpy as np
-    from gradcli.backend import array_mean, array_sum
+    from gradcli.backend import array_max, array_mean, array_sum
     rng = np.random.default_rng(0)
     for i in range(600):
         nd = int(rng.integers(0, 4))
@@ -207,7 +207,8 @@ def test_the_reduce_fast_path_is_numpys_sum_and_mean_exactly():
         axes = [None, *range(nd)] + ([tuple(range(nd))] if nd else []) + ([(0, nd - 1)] if nd > 1 else [])
         for axis in axes:
             for keepdims in (False, True):
-                pairs = [(np.sum(x, axis=axis, keepdims=keepdims), array_sum(np, x, axis, keepdims))]
+                pairs = [(np.sum(x, axis=axis, keepdims=keepdims), array_sum(np, x, axis, keepdims)),
+                         (np.max(x, axis=axis, keepdims=keepdims), array_max(np, x, axis, keepdims))]
                 if x.dtype.kind == "f":
                     pairs.append((np.mean(x, axis=axis, keepdims=keepdims), array_mean(np, x, axis, keepdims)))
                 for want, got in pairs:

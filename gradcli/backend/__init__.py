@@ -129,6 +129,7 @@ _DTYPE_NAMES: dict = {}
 # often one in its backward (sum_to of a broadcast gradient). Same dtypes, same values; any other
 # array (CuPy, array-api-strict) takes its namespace's function.
 _ADD_REDUCE = _np.add.reduce
+_MAX_REDUCE = _np.maximum.reduce
 _NDARRAY = _np.ndarray
 
 
@@ -137,6 +138,13 @@ def array_sum(xp, x, axis=None, keepdims=False):
     if x.__class__ is _NDARRAY:
         return _ADD_REDUCE(x, axis=axis, keepdims=keepdims)
     return xp.sum(x, axis=axis, keepdims=keepdims)
+
+
+def array_max(xp, x, axis=None, keepdims=False):
+    """``xp.max(x, axis=axis, keepdims=keepdims)`` (np.max is maximum.reduce behind a wrapper)."""
+    if x.__class__ is _NDARRAY:
+        return _MAX_REDUCE(x, axis=axis, keepdims=keepdims)
+    return xp.max(x, axis=axis, keepdims=keepdims)
 
 
 def array_mean(xp, x, axis=None, keepdims=False):

@@ -54,10 +54,10 @@ class ArrayMath:
     def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
 
     def softmax_backward(self, grad, y, dim):
-        return y * (grad - self.xp.sum(grad * y, axis=dim, keepdims=True))
+        return y * (grad - array_sum(self.xp, grad * y, dim, True))
 
     def log_softmax_backward(self, grad, y, dim):
-        return grad - self.xp.exp(y) * self.xp.sum(grad, axis=dim, keepdims=True)
+        return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from ..backend import array_mean, array_sum, dtypes as _dt
+from ..backend import array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from .registry import op
@@ -142,18 +142,18 @@ ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
                             self="prod_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
 MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
-                           forward=lambda xp, x: xp.max(x))
+                           forward=lambda xp, x: array_max(xp, x))
 MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
                            forward=lambda xp, x: xp.min(x))
 MaxBackward0 = define_node("MaxBackward0", attrs=("dim", "keepdim", "indices"),
                            self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
-                           forward=lambda xp, x, dim, keepdim, indices: xp.max(x, axis=dim, keepdims=keepdim))
+                           forward=lambda xp, x, dim, keepdim, indices: array_max(xp, x, dim, keepdim))
 MinBackward0 = define_node("MinBackward0", attrs=("dim", "keepdim", "indices"),
                            self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
                            forward=lambda xp, x, dim, keepdim, indices: xp.min(x, axis=dim, keepdims=keepdim))
 AmaxBackward0 = define_node("AmaxBackward0", attrs=("dim", "keepdim"),
                             self="amax_backward(F, grad, self, result, dim, keepdim)",
-                            forward=lambda xp, x, dim, keepdim: xp.max(x, axis=dim, keepdims=keepdim))
+                            forward=lambda xp, x, dim, keepdim: array_max(xp, x, dim, keepdim))
 AminBackward0 = define_node("AminBackward0", attrs=("dim", "keepdim"),
                             self="amax_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.min(x, axis=dim, keepdims=keepdim))
@@ -181,13 +181,13 @@ LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
 # are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
 SoftmaxBackwardDataBackward0 = define_node(
     "SoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
-    forward=lambda xp, g, y, dim: y * (g - xp.sum(g * y, axis=dim, keepdims=True)),
+    forward=lambda xp, g, y, dim: y * (g - array_sum(xp, g * y, dim, True)),
     grad_output="F.softmax_backward(grad, output, dim)",
     output="grad * (grad_output - F.sum(grad_output * output, (dim,), True)) "
            "- grad_output * F.sum(grad * output, (dim,), True)")
 LogSoftmaxBackwardDataBackward0 = define_node(
     "LogSoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
-    forward=lambda xp, g, y, dim: g - xp.exp(y) * xp.sum(g, axis=dim, keepdims=True),
+    forward=lambda xp, g, y, dim: g - xp.exp(y) * array_sum(xp, g, dim, True),
     grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
     output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
 
@@ -203,9 +203,9 @@ def log_softmax_backward(grad_output, output, dim):
 def _vector_norm(xp, x, ord, dim, keepdim):
     a = xp.abs(x)
     if ord == 2:
-        return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+        return xp.sqrt(array_sum(xp, a * a, dim, keepdim))
     if ord == 1:
-        return xp.sum(a, axis=dim, keepdims=keepdim)
+        return array_sum(xp, a, dim, keepdim)
     if ord == float("inf"):
         return xp.max(a, axis=dim, keepdims=keepdim)
     if ord == float("-inf"):
@@ -219,9 +219,9 @@ def _logsumexp(xp, x, dim, keepdim):
     if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
         return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
-    m = xp.max(x, axis=dim, keepdims=True)
+    m = array_max(xp, x, dim, True)
     m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    out = xp.log(xp.sum(xp.exp(x - m), axis=dim, keepdims=True)) + m
+    out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
     if not keepdim:
         out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
     return out
@@ -230,8 +230,8 @@ def _logsumexp(xp, x, dim, keepdim):
 def _softmax(xp, x, dim):
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
-    e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
-    return e / xp.sum(e, axis=dim, keepdims=True)
+    e = xp.exp(x - array_max(xp, x, dim, True))
+    return e / array_sum(xp, e, dim, True)
 
 
 # -- functions ----------------------------------------------------------------------------------------

@@ -532,3 +532,12 @@ def test_the_table_shows_the_first_and_last_of_many_variables(tmp_path):
     assert any("2,001 more variables, not shown here (--json lists them all)" in line for line in lines)
     proc = cli("eval", "-f", str(f), "--json")
     assert len(one_document(proc)["variables"]) == 3001
+
+
+def test_a_warnings_source_line_reaches_stderr_escaped():
+    # torch's warning for .grad of a non-leaf quotes the program's line: its control characters too
+    proc = cli("eval", 'x = ones(2, requires_grad=True); y = x * 2; z = y.grad  # \x1b]0;pwned\x07')
+    assert proc.returncode == 0
+    assert "UserWarning: The .grad attribute of a Tensor that is not a leaf Tensor" in proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert "# \\x1b]0;pwned\\x07" in proc.stderr

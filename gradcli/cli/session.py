@@ -405,8 +405,10 @@ def _program_warnings(caught) -> list:
 
 def print_warnings(result, source) -> None:
     """On stderr, as Python prints a warning: ``FILE:LINE: UserWarning: message`` and the line."""
+    from ..present.tables import print_diagnostic
     lines = source.text.splitlines()
     for line, category, message in getattr(result, "warnings", ()):
-        print(f"{source.name}:{line}: {category}: {message}", file=sys.stderr)
+        text = f"{source.name}:{line}: {category}: {message}"
         if line is not None and 0 < line <= len(lines):
-            print(f"  {lines[line - 1].strip()}", file=sys.stderr)
+            text += f"\n  {lines[line - 1].strip()}"
+        print_diagnostic(text)

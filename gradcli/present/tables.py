@@ -211,11 +211,17 @@ def _error_text(err: GradcliError, source: str | None) -> str:
 
 
 def print_error(err: GradcliError, source: str | None, file=None) -> None:
-    """:func:`error_text` on stderr. On a terminal, ``error:`` and ``hint:`` in colour (unless
-    ``NO_COLOR``; ``FORCE_COLOR`` colours a pipe too) and the message lines wrapped between
-    words at the terminal's width; in a pipe or a log the text stays as is, one line per message."""
+    """:func:`error_text` on stderr, through :func:`print_diagnostic`."""
+    print_diagnostic(error_text(err, source), file)
+
+
+def print_diagnostic(text: str, file=None) -> None:
+    """An error or a warning on stderr, control characters escaped. On a terminal, ``error:`` and
+    ``hint:`` in colour (unless ``NO_COLOR``; ``FORCE_COLOR`` colours a pipe too) and the message
+    lines wrapped between words at the terminal's width; in a pipe or a log the text stays as is,
+    one line per message."""
     file = file or sys.stderr
-    text = error_text(err, source)
+    text = escape_controls(text)
     tty = hasattr(file, "isatty") and file.isatty()
     if tty and os.environ.get("TERM") != "dumb":
         text = _wrap(text, width(file))
@@ -225,11 +231,11 @@ def print_error(err: GradcliError, source: str | None, file=None) -> None:
 
 
 def _wrap(text: str, columns: int) -> str:
-    """Wrap the ``error:``/``hint:`` lines between words; the source line and caret stay whole."""
+    """Wrap the message lines between words; the indented ones (a source line, its caret) stay whole."""
     import textwrap
     out = []
     for line in text.split("\n"):
-        if line.startswith(("error: ", "hint: ")) and len(line) > columns:
+        if line and not line.startswith(" ") and len(line) > columns:
             out.extend(textwrap.wrap(line, columns, subsequent_indent="  ", break_long_words=False,
                                      break_on_hyphens=False))
         else:

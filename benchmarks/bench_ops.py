@@ -96,6 +96,12 @@ RECIPES = {
     "stack": [("stack([x, y])", lambda L, e: L.stack([e["x"], e["y"]]))],
     "narrow": [("x.narrow(1, 0, 1)", lambda L, e: e["x"].narrow(1, 0, 1))],
     "select": [("x.select(0, 1)", lambda L, e: e["x"].select(0, 1))],
+    # several outputs, one node: a case uses one output (the others' gradients are zeros)
+    "unbind": [("x.unbind()[1]", lambda L, e: e["x"].unbind()[1]),
+               ("x.unbind(1)[0] * x.unbind(1)[1]", lambda L, e: L.mul(*e["x"].unbind(1)))],
+    "split": [("x.split(1)[1]", lambda L, e: e["x"].split(1)[1]),
+              ("x.split([1, 1], dim=1)[0]", lambda L, e: e["x"].split([1, 1], dim=1)[0])],
+    "chunk": [("x.chunk(2, dim=1)[1]", lambda L, e: e["x"].chunk(2, dim=1)[1])],
     "pow": [("x ** y", lambda L, e: e["x"] ** e["y"]),
             ("x ** 2", lambda L, e: e["x"] ** 2),
             ("x ** 0.5", lambda L, e: e["x"] ** 0.5),

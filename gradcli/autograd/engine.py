@@ -25,7 +25,7 @@ from ..limits import DEADLINE as _DEADLINE, poll as _poll
 from .grad_mode import STATE as _GRAD
 from .introspection import NODE_HOOKS as _NODE_HOOKS, POST_ACCUMULATE as _POST_ACCUMULATE
 from .introspection import run_post_accumulate, run_posthooks, run_prehooks
-from .node import AccumulateGrad
+from .node import EDGE_NRS as _EDGE_NRS, AccumulateGrad
 from .tensor import Tensor
 
 _UNUSED = ("The differentiated Tensor at index {} appears to not have been used in the graph. "
@@ -175,7 +175,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
     for t in inputs or ():
         if t.grad_fn is not None:  # a non-leaf input: its gradient goes into its .grad, as torch's
-            g = captured.get(t.grad_fn)
+            g = _captured(captured, t)
             if g is not None:
                 _accumulate(t, g, bool(create_graph))
 
@@ -199,8 +199,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     targets = [_input_node(t) for t in inputs]
     captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=False)
     result = []
-    for index, (t, node) in enumerate(zip(inputs, targets)):
-        g = captured.get(node)
+    for index, t in enumerate(inputs):
+        g = _captured(captured, t)
         if g is None:
             if materialize_grads:
                 zeros = Tensor._make(t._backend.xp.zeros_like(t._data), t._backend)
@@ -226,6 +226,47 @@ def _input_node(t: Tensor):
     return t.grad_fn if t.grad_fn is not None else t._accumulator()
 
 
+def _captured(captured, t: Tensor):
+    """The gradient captured for input ``t``: its slot when its grad_fn has several outputs."""
+    g = captured.get(_input_node(t))
+    if g is not None and g.__class__ is list:
+        return g[t.output_nr]
+    return g
+
+
+def _slots(node):
+    """A fresh input buffer for a multi-output node: one gradient slot per output."""
+    return [None] * node._nout
+
+
+def _add_slot(buffers, child, nr, g) -> None:
+    slots = buffers.get(child)
+    if slots is None:
+        slots = buffers[child] = _slots(child)
+    slots[nr] = g if slots[nr] is None else slots[nr] + g
+
+
+def _slot_hooks(node, slots, create_graph: bool):
+    """Tensor hooks and retain_grad of a multi-output node's outputs, each on its own slot."""
+    hooks = node._pre_hooks
+    retain = node._retain
+    for nr, g in enumerate(slots):
+        if g is None:
+            continue
+        if hooks and hooks.get(nr):
+            slots[nr] = g = _run_hooks(hooks[nr], g, create_graph)
+        if retain and nr in retain:
+            _retain(retain[nr], g, create_graph)
+    return slots
+
+
+def _first_grad(g):
+    """A gradient of the buffer ``g`` (a multi-output node's slots: the first that is set)."""
+    if g.__class__ is list:
+        return next(x for x in g if x is not None)
+    return g
+
+
 def _roots(tensors, grad_tensors, create_graph):
     if grad_tensors is not None and not isinstance(grad_tensors, (list, tuple)):
         grad_tensors = [grad_tensors]
@@ -239,7 +280,7 @@ def _roots(tensors, grad_tensors, create_graph):
         if not t._requires_grad:
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         g = None if grad_tensors is None else grad_tensors[i]
-        roots.append((_input_node(t), _root_grad(t, g, i, create_graph)))
+        roots.append((_input_node(t), _root_grad(t, g, i, create_graph), t.output_nr))
     return roots
 
 
@@ -270,7 +311,7 @@ def _dependencies(roots):
     """Edge counts into every node reachable from the roots."""
     deps = {}
     stack = []
-    for node, _ in roots:
+    for node, *_ in roots:
         if node not in deps:
             deps[node] = 0
             stack.append(node)
@@ -334,14 +375,16 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                     deps[child] += 1
 
     buffers = {}
-    for node, g in roots:
-        if node in buffers:
+    for node, g, nr in roots:
+        if node.multi_output:
+            _add_slot(buffers, node, nr, g)
+        elif node in buffers:
             buffers[node] = buffers[node] + g
         else:
             buffers[node] = g
     ready = []
     seen = set()
-    for node, _ in roots:
+    for node, *_ in roots:
         if node not in seen and deps.get(node, 0) == 0 and (needed is None or node in needed):
             heappush(ready, (-node._seq, node))
         seen.add(node)
@@ -366,7 +409,9 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
             if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here
                 _poll()
             g = pop(node, None)
-            if g is not None:
+            if g is not None and node.multi_output:
+                g = _slot_hooks(node, g, create_graph)
+            elif g is not None:
                 if node._pre_hooks:
                     g = _run_hooks(node._pre_hooks, g, create_graph)
                 if node._retain is not None:
@@ -374,7 +419,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
             k = node._k
             hooked = _HOOKED_ANY and node in _NODE_HOOKS  # grad_fn.register_hook/register_prehook
             if hooked and k and g is not None:
-                g = run_prehooks(node, g, _array_backend(g), create_graph)
+                g = run_prehooks(node, g, _array_backend(_first_grad(g)), create_graph)
             if not k:
                 if node.__class__ is AccumulateGrad and g is not None:
                     leaf = node.variable
@@ -397,13 +442,13 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                     grads = None
                 else:
                     if F is None or several:
-                        F = math_for(create_graph, _backend_of(node, g, backend))
+                        F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
                     _GRAD.formula = create_graph  # torch's Scalar overloads inside formulas
                     grads = node.apply(g, F, create_graph) if not anomaly else \
                         _apply_anomalous(node, g, F, create_graph)
                     _GRAD.formula = False
                     if hooked:
-                        grads = run_posthooks(node, grads, g, _array_backend(g), create_graph)
+                        grads = run_posthooks(node, grads, g, _array_backend(_first_grad(g)), create_graph)
                     g = None
                     if not retain_graph and node._live:  # free saved values (Node._release, inlined)
                         node._live = False
@@ -414,6 +459,10 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                         continue
                     if grads is not None:
                         cg = grads[i]
+                        if cg is not None and child.multi_output:  # into the slot the edge names
+                            nrs = _EDGE_NRS.get(node)
+                            _add_slot(buffers, child, 0 if nrs is None else nrs[i], cg)
+                            cg = None
                         if cg is not None:
                             prev = bget(child)
                             if prev is None:

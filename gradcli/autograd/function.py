@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node
+from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node, note_edge_nrs
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type
 
@@ -110,6 +110,8 @@ def record2(cls, a, b, da, db, data, attrs=()):
     node._seq = _seq()
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
+    if a._view is not None or b._view is not None:  # an input may be output k > 0 of its grad_fn
+        note_edge_nrs(node, (a, b))
     # Tensor._make, inlined (one call less per recorded op)
     if data.__class__ is not _ndarray:
         data = backend.fix(data)
@@ -163,6 +165,8 @@ def record_number(cls, a, s, da, data, attrs=()):
     node._seq = _seq()
     if SAVED_HOOKS:
         PACK_SAVED[0](node)
+    if a._view is not None:
+        note_edge_nrs(node, (a, s))
     return _make(data, backend, node)
 
 
@@ -196,6 +200,8 @@ def apply1(cls, a, da, attrs=()):
     node._seq = _seq()
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
+    if a._view is not None:
+        note_edge_nrs(node, (a,))
     return _make(data, backend, node)
 
 
@@ -221,7 +227,8 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
     data = cls.forward(backend.xp, *arrays, *attrs)
     if needs_grad and _GRAD.enabled:
         edges = tuple(
-            ((x.grad_fn or x._accumulator()), 0) if x.__class__ is Tensor and x._requires_grad else _NO_EDGE
+            ((x.grad_fn or x._accumulator()), x.output_nr) if x.__class__ is Tensor and x._requires_grad
+            else _NO_EDGE
             for x in inputs)
         shapes = tuple(getattr(a, "shape", ()) for a in arrays) if cls.save_sizes else None
         return Tensor._make(data, backend, new_node(cls, inputs, data, attrs, shapes, edges))

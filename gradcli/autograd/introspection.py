@@ -93,6 +93,8 @@ def run_prehooks(node: Node, g, backend, create_graph: bool):
         _restore_packed(node, entry)
     if not entry.pre:
         return g
+    if g.__class__ is list:  # a multi-output node: one gradient per output
+        return _run_prehooks_slots(entry, g, backend, create_graph)
     for fn in list(entry.pre.values()):
         out = fn((_wrap(g, backend, create_graph),))
         if out is not None:
@@ -100,11 +102,21 @@ def run_prehooks(node: Node, g, backend, create_graph: bool):
     return g
 
 
+def _run_prehooks_slots(entry, slots, backend, create_graph: bool):
+    for fn in list(entry.pre.values()):
+        out = fn(tuple(_wrap(g, backend, create_graph) for g in slots))
+        if out is not None:
+            out = _results(out, len(slots), "register_prehook")
+            slots = [_unwrap(o, g, create_graph, "register_prehook") for o, g in zip(out, slots)]
+    return slots
+
+
 def run_posthooks(node: Node, grads, g_out, backend, create_graph: bool):
     entry = NODE_HOOKS.get(node)
     if entry is None or not entry.post:
         return grads
-    outputs = (_wrap(g_out, backend, create_graph),)
+    outputs = tuple(_wrap(g, backend, create_graph) for g in g_out) if g_out.__class__ is list else \
+        (_wrap(g_out, backend, create_graph),)
     for fn in list(entry.post.values()):
         inputs = tuple(_wrap(g, backend, create_graph) for g in (grads or ()))
         out = fn(inputs, outputs)
@@ -330,6 +342,12 @@ _FIELDS = {
                        "end": _slice_part("stop", lambda n, d: 9223372036854775807),
                        "step": _slice_part("step", lambda n, d: 1)},
     "IndexBackward0": {"indices": _indices},
+    # unbind/split: torch keeps the dim as given, a negative one printed as the uint64 it is stored in
+    "UnbindBackward0": {"dim": lambda n: n._attrs[1] % (1 << 64)},
+    "SplitBackward0": {"dim": lambda n: n._attrs[2] % (1 << 64), "split_size": lambda n: n._attrs[1],
+                       "self_sym_sizes": _sizes_field(0)},
+    "SplitWithSizesBackward0": {"dim": lambda n: n._attrs[1] % (1 << 64), "split_sizes": lambda n: n._attrs[2],
+                                "self_sym_sizes": _sizes_field(0)},
     "MeanBackward0": {"self_sym_numel": _numel},
     "MeanBackward1": {"self_sym_numel": _numel},
     "MmBackward0": {"self_sym_sizes": _sizes_field(0), "mat2_sym_sizes": _sizes_field(1),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import linecache
 import re
+import weakref
 
 from ..errors import AutogradError
 from .tensor import Detached, Tensor
@@ -41,6 +42,10 @@ NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's an
 # function (gradcli.autograd.introspection.pack_saved) that packs a new node's saved tensors
 SAVED_HOOKS: list = []
 PACK_SAVED = [None]
+# The output numbers of a node's edges, for the few nodes with an input that is not output 0 of
+# its grad_fn (a row of ``unbind``, a part of ``split``): {node: (output_nr per input)}. Kept
+# beside the node rather than in it so that recording, the hot path, pays nothing for it.
+EDGE_NRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class Node:
@@ -74,6 +79,7 @@ class Node:
     needs_sizes: bool = False   # some formula reads an input's sizes
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None
+    multi_output: bool = False  # a node with several outputs (MultiOutputNode)
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -91,7 +97,10 @@ class Node:
 
     @property
     def next_functions(self) -> tuple:
-        return tuple((c, 0) for c in self._children())
+        nrs = EDGE_NRS.get(self)
+        if nrs is None:
+            return tuple((c, 0) for c in self._children())
+        return tuple(zip(self._children(), nrs))
 
     def _children(self) -> tuple:
         """Per input, the node its gradient goes to (None where none flows)."""
@@ -209,6 +218,37 @@ class AccumulateGrad(Node):
         # torch does; between two AccumulateGrads torch's priority queue sees a tie, and so
         # does ours (heap entries compare equal), which gives torch's order of leaf hooks.
         return False
+
+
+class MultiOutputNode(Node):
+    """A node with several outputs (``unbind``, ``split``), as torch's: each output tensor has it as
+    ``grad_fn`` with its own ``output_nr``, an edge into it is ``(node, output_nr)``, and the engine
+    gives it one gradient slot per output (None for an output that got none). Tensor hooks and
+    ``retain_grad`` of an output are kept per output: ``_pre_hooks`` and ``_retain`` are dicts by
+    output number. Subclasses implement ``apply(grads, F, differentiable)`` over the slots."""
+
+    __slots__ = ("_nout",)
+    multi_output = True
+
+    def hooks_of(self, nr: int) -> dict:
+        """The tensor hooks of output ``nr`` (created on first use)."""
+        table = self._pre_hooks
+        if table is None:
+            table = self._pre_hooks = {}
+        return table.setdefault(nr, {})
+
+    def retain(self, nr: int, tensor) -> None:
+        if self._retain is None:
+            self._retain = {}
+        self._retain[nr] = weakref.ref(tensor)
+
+
+def note_edge_nrs(node: Node, inputs) -> None:
+    """Record the output numbers of ``node``'s edges when an input is not output 0 of its grad_fn
+    (called by recording only for inputs that are views: multi-output results always are)."""
+    nrs = tuple(x.output_nr if x.__class__ is Tensor and x._requires_grad else 0 for x in inputs)
+    if any(nrs):
+        EDGE_NRS[node] = nrs
 
 
 class RemovableHandle:
@@ -475,10 +515,12 @@ def set_children(node: Node, children) -> None:
 def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     """Instantiate a node for a recorded op (the general path; ``function.apply`` has fast ones).
 
-    ``edges`` are ``next_functions`` entries, ``(node or None, 0)`` per input."""
+    ``edges`` are ``next_functions`` entries, ``(node or None, output_nr)`` per input."""
     node = object.__new__(cls)
     children = tuple(e[0] for e in edges)
     set_children(node, children)
+    if any(e[1] for e in edges):
+        EDGE_NRS[node] = tuple(e[1] for e in edges)
     save, save_result = _save_plan(cls, children)
     _store_saved(node, inputs, save, out_data if save_result else None, save_result)
     node._attrs = attrs

@@ -110,6 +110,12 @@ class Tensor:
         return self
 
     @property
+    def output_nr(self) -> int:
+        """Which output of its ``grad_fn`` this tensor is (a row of ``unbind``: its index; else 0)."""
+        info = self._view
+        return 0 if info is None else getattr(info, "output_nr", 0)
+
+    @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
@@ -154,7 +160,10 @@ class Tensor:
             raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None or self._retains_grad:
             return  # a no-op for leaves, as in PyTorch
-        self.grad_fn._retain = weakref.ref(self)
+        if self.grad_fn.multi_output:
+            self.grad_fn.retain(self.output_nr, self)
+        else:
+            self.grad_fn._retain = weakref.ref(self)
         self._retains_grad = True
 
     def _accumulator(self):
@@ -171,7 +180,9 @@ class Tensor:
         from .node import RemovableHandle
         if not self._requires_grad:
             raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
-        if self.grad_fn is not None:
+        if self.grad_fn is not None and self.grad_fn.multi_output:
+            hooks = self.grad_fn.hooks_of(self.output_nr)
+        elif self.grad_fn is not None:
             hooks = self.grad_fn._pre_hooks
             if hooks is None:
                 hooks = self.grad_fn._pre_hooks = {}

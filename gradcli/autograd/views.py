@@ -17,11 +17,12 @@ for the views still alive (a weak set per base), which shows the same graph.
 
 from __future__ import annotations
 
+import re
 import weakref
 
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
-from .node import Node, _FREED, _sequence
+from .node import EDGE_NRS, Node, _FREED, _sequence
 from .tensor import Tensor
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -39,14 +40,19 @@ DETACH_VIEW = ("Can't detach views in-place. Use detach() instead. If you are us
 
 
 class ViewInfo:
-    """What a view knows of its base: the root tensor, the view ops from it, how it was made."""
+    """What a view knows of its base: the root tensor, the view ops from it, how it was made.
+    ``output_nr``: which output of its grad_fn the view is (``unbind``'s rows: their index);
+    ``multi``: made by a function that returns several views, or a view of such a view (torch's
+    MULTI_OUTPUT_NODE creation meta), which may not be modified in place while grad mode is on."""
 
-    __slots__ = ("base", "chain", "no_grad")
+    __slots__ = ("base", "chain", "no_grad", "output_nr", "multi")
 
-    def __init__(self, base, chain, no_grad):
+    def __init__(self, base, chain, no_grad, output_nr=0, multi=False):
         self.base = base
         self.chain = chain
         self.no_grad = no_grad
+        self.output_nr = output_nr
+        self.multi = multi
 
 
 # Live views of each root base, for regenerating their grad_fn after an in-place change:
@@ -75,23 +81,37 @@ def _live_views(root):
     return [t for t in (r() for r in entry[1]) if t is not None]
 
 
-def make_view(out: Tensor, input: Tensor, cls, attrs=()) -> Tensor:
-    """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root."""
+def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0) -> Tensor:
+    """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
+    ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views."""
     if out is input:
         return out
     info = input._view
     if info.__class__ is ViewInfo:
-        root, chain, no_grad = info.base, info.chain, info.no_grad
+        root, chain, no_grad, multi = info.base, info.chain, info.no_grad, info.multi
     else:
-        root, chain, no_grad = input, (), False
+        root, chain, no_grad, multi = input, (), False, False
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
     out._vc = vc
     no_grad = no_grad or (not _GRAD.enabled and input._requires_grad)
-    out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), no_grad)
+    out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), no_grad, output_nr, multi)
     _register(root, out)
     return out
+
+
+def multi_view(out: Tensor, input: Tensor, cls, attrs, output_nr: int) -> Tensor:
+    """``out`` is output ``output_nr`` of a function returning several views of ``input`` (unbind,
+    split); ``cls``/``attrs``: the single-view op that makes the same view (for CopySlices)."""
+    make_view(out, input, cls, attrs, output_nr)
+    out._view.multi = True
+    return out
+
+
+MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function "
+              "that returns multiple views. Such functions do not allow the output views to be modified "
+              "inplace. You should replace the inplace operation by an out-of-place one.")
 
 
 def base_of(t: Tensor):
@@ -108,6 +128,8 @@ def check_inplace(t: Tensor) -> None:
         if _GRAD.enabled:
             if info.no_grad:
                 raise AutogradError(NO_GRAD_VIEW)
+            if info.multi and t.grad_fn is not None:
+                raise AutogradError(MULTI_VIEW.format(info.output_nr, re.sub(r"Backward\d*$", "", t.grad_fn.name())))
             base = info.base
             if base._requires_grad and base.grad_fn is None:
                 raise AutogradError(LEAF_VIEW)
@@ -172,6 +194,7 @@ def _refresh_views(base: Tensor) -> None:
             _move_retain(view, node)
         view.grad_fn = node
         view._requires_grad = True
+        view._view.output_nr = 0
 
 
 def refresh_after_data_change(t: Tensor) -> None:
@@ -244,6 +267,9 @@ class CopySlices(Node):
 
     def __init__(self, base_edge, fn, chain, base_shape):
         _init(self, (base_edge,) + tuple(fn._children()[1:]), live=True)
+        nrs = EDGE_NRS.get(fn)
+        if nrs is not None and any(nrs[1:]):
+            EDGE_NRS[self] = (0,) + nrs[1:]
         fn._n0 = base_edge  # fn computes its first input's gradient only where the base needs one
         self.fn = fn
         self._chain = chain

@@ -261,11 +261,9 @@ _ITERABLE = (list, tuple, range, str, Size, enumerate, zip, type(reversed([])), 
 
 def iterate(value):
     """An iterator over ``value`` for ``for`` and comprehensions: Python's sequences, and a tensor
-    along its first dimension (each item ``x[i]``, recording SelectBackward0)."""
+    along its first dimension (``x.unbind(0)``, one UnbindBackward0 node, as torch's ``__iter__``)."""
     if isinstance(value, Tensor):
-        if value.ndim == 0:
-            raise GradTypeError("iteration over a 0-d tensor")
-        return (value[i] for i in range(value.shape[0]))
+        return iter(value)
     if isinstance(value, ReturnTypes):
         return iter(tuple(value))
     if isinstance(value, _ITERABLE):

@@ -7,6 +7,7 @@ exported from here by its name (``gradcli.ops.mul``), read from the registry.
 """
 
 from . import creation, indexing, legacy, linalg, pointwise, random, reduction, shape  # noqa: F401  (the declarations)
+from . import multi_output  # noqa: F401  (unbind, split, chunk, iteration: after indexing)
 from . import autograd_functional, nn_functional  # noqa: F401  (after the families whose ops they use)
 from . import formulas  # noqa: F401  (hands the engine its formula namespaces)
 from .indexing import embed, getitem, index_with_key  # noqa: F401  (used by formulas)

@@ -31,7 +31,7 @@ def to_device(t: Tensor, device: str) -> Tensor:
     source = t._backend
     data = target.from_host(source.to_host(t._data))
     if STATE.enabled and t._requires_grad:
-        edge = ((t.grad_fn or t._accumulator()), 0)
+        edge = ((t.grad_fn or t._accumulator()), t.output_nr)
         node = new_node(ToCopyBackward0, (), data, (source,), None, (edge,))
         return Tensor._make(data, target, node)
     return Tensor._make(data, target)

@@ -280,17 +280,6 @@ def _checked_getitem(self, key):
 Tensor.__getitem__ = _checked_getitem
 
 
-def _iter(self):
-    """``for row in x``: the rows along dim 0 (torch's message for a 0-d tensor; with
-    ``__getitem__`` raising IndexError, Python's fallback would silently give nothing)."""
-    if self.ndim == 0:
-        raise GradTypeError("iteration over a 0-d tensor")
-    return (_select(self, 0, i) for i in range(self.shape[0]))
-
-
-Tensor.__iter__ = _iter
-
-
 @op(SelectBackward0, category="shape")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed)."""

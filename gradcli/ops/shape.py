@@ -400,7 +400,8 @@ def _record_variadic(cls, tensors, data, attrs):
     from ..autograd.grad_mode import STATE
     backend = tensors[0]._backend
     if STATE.enabled and builtins_any(t._requires_grad for t in tensors):
-        edges = tuple(((t.grad_fn or t._accumulator()), 0) if t._requires_grad else (None, 0) for t in tensors)
+        edges = tuple(((t.grad_fn or t._accumulator()), t.output_nr) if t._requires_grad else (None, 0)
+                      for t in tensors)
         node = new_node(cls, (), data, attrs, None, edges)
         return Tensor._make(data, backend, node)
     return Tensor._make(data, backend)

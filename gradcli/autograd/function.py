@@ -11,7 +11,7 @@ from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
 from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node, note_edge_nrs
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
-from .tensor import Tensor, _ndarray_type
+from .tensor import Tensor, _ndarray_type, inference_saved
 
 _NO_EDGE = (None, 0)
 _new = object.__new__
@@ -81,6 +81,8 @@ def record2(cls, a, b, da, db, data, attrs=()):
     if save0:
         node._s0 = a
         vc = a._vc
+        if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+            raise inference_saved()
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -89,6 +91,8 @@ def record2(cls, a, b, da, db, data, attrs=()):
     if save1:
         node._s1 = b
         vc = b._vc
+        if vc.__class__ is not list and vc is not None:
+            raise inference_saved()
         node._v1 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -149,6 +153,8 @@ def record_number(cls, a, s, da, data, attrs=()):
     if save0:
         node._s0 = a
         vc = a._vc
+        if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+            raise inference_saved()
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:
@@ -185,6 +191,8 @@ def apply1(cls, a, da, attrs=()):
     if save0:
         node._s0 = a
         vc = a._vc
+        if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+            raise inference_saved()
         node._v0 = 0 if vc is None else vc[0]
         node._live = True
     else:

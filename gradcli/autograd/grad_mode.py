@@ -145,8 +145,9 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """``torch.inference_mode``: grad mode off inside (``inference_mode(False)``: on).
-    Tensors made inside are ordinary tensors here (torch's "inference tensors" are not modelled)."""
+    """``torch.inference_mode``: grad mode off inside (``inference_mode(False)``: on). Tensors made
+    inside are inference tensors (``Tensor._make`` reads ``STATE.inference``: see
+    ``tensor.INFERENCE_VC``), which outside may be neither saved for backward nor changed in place."""
 
     __slots__ = ("_prev", "_mode")
 

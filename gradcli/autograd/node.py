@@ -25,7 +25,7 @@ import re
 import weakref
 
 from ..errors import AutogradError
-from .tensor import Detached, Tensor
+from .tensor import Detached, Tensor, inference_saved
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -500,6 +500,8 @@ def _save_plan(cls, children):
 
 def _version_of(x):
     vc = x._vc
+    if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+        raise inference_saved()
     return 0 if vc is None else vc[0]
 
 

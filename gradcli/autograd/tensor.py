@@ -35,6 +35,42 @@ class _PrintOptions:
 PRINT_OPTIONS = _PrintOptions()
 
 
+class _NoVersion(list):
+    """The version counter of an inference tensor (made under ``inference_mode``): torch gives
+    those none. One shared instance marks them (``t._vc.__class__ is _NoVersion``); views and
+    ``detach()`` share their root's counter, so they are inference tensors too, as in torch; no
+    node ever saves one (``inference_saved`` refuses), so no version check reads it."""
+
+    __slots__ = ()
+
+
+class _CountedInference(_NoVersion):
+    """``detach()`` of an inference tensor outside inference mode: still an inference tensor, but
+    torch gives it a version counter of its own, and lets it change in place."""
+
+    __slots__ = ()
+
+
+INFERENCE_VC = _NoVersion([0])
+
+
+def is_inference_vc(vc) -> bool:
+    """Does a tensor with version counter ``vc`` count as an inference tensor?"""
+    return vc is not None and vc.__class__ is not list
+INFERENCE_SAVED = ("Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                   "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                   "normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                   "`torch.inference_mode()`.")
+INFERENCE_INPLACE = ("Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone "
+                     "to get a normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 "
+                     "for more details.")
+
+
+def inference_saved():
+    """The error for recording a node that would save an inference tensor (torch's words)."""
+    return AutogradError(INFERENCE_SAVED)
+
+
 class Detached:
     """``Tensor._view`` of a non-leaf after ``detach_()``: nodes recorded before it (``seq`` is
     the node counter's value then) that saved the tensor fail backward with torch's message."""
@@ -57,7 +93,8 @@ class Tensor:
         self._requires_grad = False
         self.grad_fn = None
         self._grad = None
-        self._vc = None  # version counter: a shared [n] once needed (None: version 0)
+        # version counter: a shared [n] once needed (None: version 0); INFERENCE_VC under inference_mode
+        self._vc = INFERENCE_VC if _GRAD.inference else None
         self._acc = None
         self._hooks = None
         self._retains_grad = False
@@ -79,7 +116,7 @@ class Tensor:
         t._requires_grad = grad_fn is not None
         t.grad_fn = grad_fn
         t._grad = None
-        t._vc = None
+        t._vc = INFERENCE_VC if _GRAD.inference else None
         t._acc = None
         t._hooks = None
         t._retains_grad = False
@@ -106,6 +143,8 @@ class Tensor:
             return self
         if flag and not _dt.DTYPES[self._backend.dtype_name(self._data)].is_floating_point:
             raise RuntimeTypeError("only Tensors of floating point dtype can require gradients")
+        if flag and is_inference_vc(self._vc) and not _GRAD.inference:
+            raise AutogradError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = flag
         return self
 
@@ -205,6 +244,8 @@ class Tensor:
         if self._vc is None:
             self._vc = [0]
         t._vc = self._vc
+        if self._vc.__class__ is not list and not _GRAD.inference:
+            t._vc = _CountedInference([0])  # torch's quirk: an inference tensor with a version counter
         self._link_saved_result()
         return t
 
@@ -261,8 +302,13 @@ class Tensor:
             node._vr = (vc, vc[0])
 
     def _bump(self) -> None:
+        """After an in-place change. On an inference tensor outside inference mode torch refuses the
+        change only once it is made (its kernel has run): so does this, at the same point."""
         if self._vc is None:
             self._vc = [1]
+        elif self._vc.__class__ is _NoVersion:
+            if not _GRAD.inference:
+                raise AutogradError(INFERENCE_INPLACE)
         else:
             self._vc[0] += 1
 
@@ -273,6 +319,8 @@ class Tensor:
     @property
     def _version(self) -> int:
         """torch's ``t._version``: how many in-place changes this storage has seen (shared by views)."""
+        if self._vc.__class__ is _NoVersion:
+            raise AutogradError("Inference tensors do not track version counter.")
         return 0 if self._vc is None else self._vc[0]
 
     # -- metadata ------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from ..autograd.function import apply
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
-from ..autograd.tensor import Tensor, _wrap_dim
+from ..autograd.tensor import Tensor, _wrap_dim, is_inference_vc
 from ..autograd.views import make_view
 
 
@@ -323,6 +323,12 @@ def clone(input):
 def detach(input):
     """The same data, cut from the graph (requires_grad=False)."""
     return Tensor.detach(input)
+
+
+@op(differentiable=False, category="autograd")
+def is_inference(input):
+    """Whether the tensor is an inference tensor: made under inference_mode, or a view or detach of one."""
+    return is_inference_vc(input._vc)
 
 
 @op(ToCopyBackward0, category="device", name="to")

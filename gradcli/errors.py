@@ -65,6 +65,12 @@ class TypeIndexError(GradTypeError, IndexError):
     """A wrong argument where torch raises IndexError: a dim out of range, a float tensor as an index."""
 
 
+class GradKeyError(GradTypeError, KeyError):
+    """A dict has no such key (``d["b"]``): Python's KeyError, a bad program (exit 2)."""
+
+    __str__ = GradcliError.__str__  # KeyError's own would quote the message
+
+
 class ArgumentValueError(GradTypeError, ValueError):
     """A wrong argument where torch raises ValueError (``materialize_grads`` with ``allow_unused=False``)."""
 

@@ -47,7 +47,8 @@ def assert_contract(args):
 # name or an attribute, expression, print, assert with a message, del, with blocks nested two deep,
 # several on a line with ";", comments, backslash continuations) and expressions (every operator and
 # comparison, unary signs, calls with keywords, methods, attribute chains, subscripts with slices,
-# None, ... and lists, list and tuple literals, lambdas, strings with escapes, numbers of every form).
+# None, ... and lists, list, tuple and dict literals, lambdas, strings with escapes, numbers of every
+# form); `with EXPR as NAME:` blocks.
 
 NAMES = ["x", "w", "y", "z"]
 FUNCS = sorted(FUNCTIONS)
@@ -107,6 +108,12 @@ def exprs():
             st.tuples(st.sampled_from(["torch", "F", "t", "np", "math"]), st.sampled_from(FUNCS + ["pi", "float32", "sqrt"]),
                       st.lists(inner, max_size=2)).map(lambda t: f"{t[0]}.{t[1]}({', '.join(t[2])})"),
             st.tuples(inner, inner).map(lambda t: f"(lambda a, b=2: {t[0]})({t[1]})"),
+            # dict literals, their subscripts and methods (keys may be unhashable: a clean error)
+            st.lists(st.tuples(inner, inner), max_size=3)
+              .map(lambda pairs: "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"),
+            st.tuples(inner, inner, st.sampled_from(["[{k}]", ".get({k})", ".items()", ".keys()", ".values()",
+                                                      ".pop({k})", "", ".get({k}, 0)"]))
+              .map(lambda t: "{" + f"{t[0]}: {t[1]}" + "}" + t[2].format(k=t[0])),
         )
     return st.recursive(atoms, extend, max_leaves=10)
 
@@ -134,8 +141,8 @@ def statements():
     )
     contexts = st.sampled_from(["no_grad()", "enable_grad()", "set_grad_enabled(False)", "set_grad_enabled(True)",
                                 "x", "1"])
-    block = st.tuples(contexts, st.lists(line, min_size=1, max_size=3)) \
-        .map(lambda t: f"with {t[0]}:\n" + "\n".join("    " + s for s in t[1]))
+    block = st.tuples(contexts, st.sampled_from(["", " as g", " as x"]), st.lists(line, min_size=1, max_size=3)) \
+        .map(lambda t: f"with {t[0]}{t[1]}:\n" + "\n".join("    " + s for s in t[2]))
     nested = st.tuples(contexts, contexts, st.lists(line, min_size=1, max_size=2), line) \
         .map(lambda t: f"with {t[0]}:\n    with {t[1]}:\n" + "\n".join("        " + s for s in t[2]) + f"\n    {t[3]}")
     control = st.one_of(

@@ -396,7 +396,7 @@ def test_positions_count_characters_not_bytes():
     ("x = 1\n    y = 2", "unexpected indent", 2, 5),
     ("with no_grad():\ny = 1", "expected an indented block after 'with' on line 1", 2, 1),
     ("with no_grad():", "expected an indented block after 'with' on line 1", 1, 16),
-    ("with no_grad()\n    y = 1", "unexpected end of line — expected ':' or an operator", 1, 15),
+    ("with no_grad()\n    y = 1", "unexpected end of line — expected ':', 'as' or an operator", 1, 15),
     ("with no_grad():\n    x = 1\n  y = 2", "unindent does not match any outer indentation level", 3, 3),
     # strings
     ("x = 'abc", "unterminated string", 1, 5),

@@ -18,6 +18,7 @@ Expressions:
 - ``EllipsisLit()``            ``...``
 - ``ListExpr(items)``          ``[a, b]``: items is a list of expressions
 - ``TupleExpr(items)``         ``(a, b)``, ``(a,)``, ``()``, and bare ``a, b`` where Python allows it
+- ``DictExpr(keys, values)``   ``{k: v, ...}``: two lists of expressions of one length
 - ``BinOp(op, left, right)``   op in ``+ - * / @ **``
 - ``UnaryOp(op, operand)``     op in ``- +`` (``-1`` is ``UnaryOp('-', Num(1))``)
 - ``Compare(op, left, right)`` op in ``< <= > >= == !=`` (one comparison: ``a < b < c`` is an error)
@@ -56,7 +57,8 @@ Statements:
                                binary operator: ``+ - * /`` (``w.data -= g`` has op ``'-'``)
 - ``ExprStmt(value)``          an expression on its own (``print(x)``, ``y.backward()``)
 - ``Assert(test, msg)``        ``assert test[, msg]``; msg an expression or None
-- ``With(context, body)``      ``with EXPR:`` + block; body is a non-empty list of statements.
+- ``With(context, body)``      ``with EXPR [as NAME]:`` + block; body is a non-empty list of statements;
+                               ``target``: the Name after ``as`` (``()`` without one).
                                The parser accepts any expression: the interpreter checks it.
 - ``Del(names, targets)``      ``del a, b``: names is a list of str, targets the ``Name`` nodes
 - ``SetItem(target, value)``   ``x.grad = None`` / ``xs[0] = 1``: target an Attribute or a Subscript
@@ -87,7 +89,7 @@ from typing import Any, Iterator
 
 __all__ = [
     "Node", "Expr", "Stmt",
-    "Num", "Str", "Const", "Name", "EllipsisLit", "ListExpr", "TupleExpr", "BinOp", "UnaryOp",
+    "Num", "Str", "Const", "Name", "EllipsisLit", "ListExpr", "TupleExpr", "DictExpr", "BinOp", "UnaryOp",
     "Compare", "Call", "Attribute", "Subscript", "Slice", "Lambda", "Param", "BoolOp", "Not", "IfExp",
     "ListComp", "Comprehension", "FString", "FormattedValue",
     "Assign", "AugAssign", "ExprStmt", "Assert", "With", "Del", "SetItem", "Import", "ImportFrom",
@@ -193,6 +195,10 @@ class TupleExpr(Expr):
     __slots__ = _fields = _child_fields = ("items",)
 
 
+class DictExpr(Expr):
+    __slots__ = _fields = _child_fields = ("keys", "values")
+
+
 class BinOp(Expr):
     __slots__ = _fields = ("op", "left", "right")
     _child_fields = ("left", "right")
@@ -296,7 +302,9 @@ class Assert(Stmt):
 
 
 class With(Stmt):
-    __slots__ = _fields = _child_fields = ("context", "body")
+    __slots__ = ("context", "body", "target")
+    _fields = _child_fields = ("context", "body")
+    _keyword_fields = {"target": ()}  # the Name of ``with EXPR as NAME:``; () without one
 
 
 class Del(Stmt):

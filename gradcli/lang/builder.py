@@ -26,7 +26,7 @@ from .ast import (
     Assert, Assign, Attribute, AugAssign, BinOp, BoolOp, Break, Call, Compare, Comprehension, Const,
     Continue, Del, EllipsisLit, ExprStmt, FormattedValue, FString, FunctionDef, If, IfExp, Import,
     ImportFrom, Lambda, ListComp, ListExpr, Name, Node, Not, Num, Param, Pass, Program, Return,
-    SetItem, Slice, Stmt, Str, Subscript, TupleExpr, UnaryOp, While, With, For,
+    SetItem, Slice, Stmt, Str, Subscript, TupleExpr, UnaryOp, While, With, For, DictExpr,
 )
 from .postlex import KEYWORD_TERMINALS, UNSUPPORTED_KEYWORDS
 
@@ -95,9 +95,10 @@ class ASTBuilder(Transformer):
                 raise _error_at(f"cannot delete {_describe_target(item)}: del takes names", item)
         return _span(Del([n.id for n in names], targets=list(names)), keyword, target)
 
-    def with_stmt(self, keyword, context, _colon, *body):
+    def with_stmt(self, keyword, context, _as, name, _colon, *body):
         body = _flatten(body)
-        return _span(With(context, body), keyword, body[-1])
+        target = () if name is None else _span(Name(name.value), name, name)
+        return _span(With(context, body, target=target), keyword, body[-1])
 
     def pass_stmt(self, keyword):
         return _span(Pass(), keyword, keyword)
@@ -251,6 +252,10 @@ class ASTBuilder(Transformer):
     def list(self, *parts):  # "[", items and commas (an absent trailing comma: None), "]"
         items = [p for p in parts if isinstance(p, Node)]
         return _span(ListExpr(items), parts[0], parts[-1])
+
+    def dict(self, *parts):  # "{", key ":" value pairs with commas (absent trailing comma: None), "}"
+        items = [p for p in parts if isinstance(p, Node)]
+        return _span(DictExpr(items[0::2], items[1::2]), parts[0], parts[-1])
 
     def paren(self, _open, value, _close):
         return value

@@ -28,14 +28,14 @@ from . import modules, sandbox
 from .ast import (
     Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, For, FormattedValue,
     FString, If, IfExp, Lambda, ListComp, ListExpr, Name, Not, Num, Return, Slice, Str, Subscript,
-    TupleExpr, UnaryOp, While, With,
+    TupleExpr, UnaryOp, While, With, DictExpr,
 )
 from .implicit_backward import run_implicit_backward
 from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, registered_builtins, suggest
 from .values import (
-    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, subscript,
+    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
 )
 
@@ -327,7 +327,9 @@ class Evaluator(Statements):
             raise GradTypeError("with expects no_grad(), enable_grad(), set_grad_enabled(flag), inference_mode(), "
                                 "detect_anomaly() or saved_tensors_hooks(pack, unpack), "
                                 f"not {type_name(ctx)}").at(stmt.context.line, stmt.context.column)
-        ctx.__enter__()
+        entered = ctx.__enter__()
+        if stmt.target:  # with EXPR as NAME: what __enter__ gave (None for grad modes)
+            self._assign_name(stmt.target.id, entered, scope)
         return [stmt.body, 0, _WITH, ctx]
 
     def _truth(self, value, node) -> bool:
@@ -652,4 +654,6 @@ _EXPRESSIONS = {
     Slice: (lambda n: (n.start, n.stop, n.step), lambda ev, n, args, scope: slice(*args)),
     ListExpr: (lambda n: tuple(n.items), lambda ev, n, args, scope: list(args)),
     TupleExpr: (lambda n: tuple(n.items), lambda ev, n, args, scope: tuple(args)),
+    DictExpr: (lambda n: tuple(x for pair in zip(n.keys, n.values) for x in pair),
+               lambda ev, n, args, scope: make_dict(args)),
 }

@@ -1,7 +1,7 @@
 """The postlexer: Python-style indentation, brackets and keywords, between Lark's lexer and parser.
 
 It turns the whitespace after each newline into ``_INDENT``/``_DEDENT`` tokens, drops newlines
-inside ``( )`` and ``[ ]``, and turns names that are keywords back into keyword tokens (the
+inside ``( )``, ``[ ]`` and ``{ }``, and turns names that are keywords back into keyword tokens (the
 contextual lexer reads ``with`` as a NAME where a name may stand). Python keywords the language
 does not have are rejected here. It imports lark: :mod:`gradcli.lang.parser` loads it lazily.
 """
@@ -56,8 +56,8 @@ def _check_literal(token) -> None:
                               f"{MAX_STRING_ESCAPES:,}", line=token.line, column=token.column)
 
 # Terminal names (see the grammar) and how messages name them.
-OPEN = {"LPAR": "(", "LSQB": "["}
-CLOSE = {"RPAR": "(", "RSQB": "["}   # a closing bracket -> the opening one it matches
+OPEN = {"LPAR": "(", "LSQB": "[", "LBRACE": "{"}
+CLOSE = {"RPAR": "(", "RSQB": "[", "RBRACE": "{"}   # a closing bracket -> the opening one it matches
 KEYWORD_TERMINALS = {name: name.upper() for name in (
     "with", "assert", "del", "lambda", "True", "False", "None", "if", "elif", "else", "for", "in",
     "while", "break", "continue", "def", "return", "pass", "and", "or", "not", "is", "import",

@@ -116,6 +116,30 @@ STR_METHODS = {"format": _str_format, "join": _str_join}
 LIST_METHODS = {"append": list.append, "extend": _list_extend, "pop": list.pop, "insert": list.insert,
                 "index": list.index, "count": list.count, "clear": list.clear, "reverse": list.reverse}
 TUPLE_METHODS = {"index": tuple.index, "count": tuple.count}
+
+
+def _dict_get(self, key, default=None):
+    from .values import hashable
+    return self.get(hashable(key), default)
+
+
+def _dict_pop(self, key, *default):
+    from .values import dict_get, hashable
+    if default:
+        return self.pop(hashable(key), default[0])
+    value = dict_get(self, key)
+    del self[key]
+    return value
+
+
+DICT_METHODS = {"items": dict.items, "keys": dict.keys, "values": dict.values, "get": _dict_get, "pop": _dict_pop,
+                "update": lambda self, other: self.update(_checked_dict(other)), "clear": dict.clear}
+
+
+def _checked_dict(other):
+    if type(other) is not dict:
+        raise GradTypeError(f"update() expects a dict, not {type_name(other)}")
+    return other
 # Attributes a program may assign: ``w.grad = None``, ``x.requires_grad = True``, ``w.data = ...``.
 TENSOR_SETTABLE = ("grad", "requires_grad", "data")
 
@@ -124,7 +148,8 @@ _MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NOD
                   (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
                   (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS),
                   (Generator, None, GENERATOR_METHODS),
-                  (str, None, STR_METHODS), (list, None, LIST_METHODS), (tuple, None, TUPLE_METHODS))
+                  (str, None, STR_METHODS), (list, None, LIST_METHODS), (tuple, None, TUPLE_METHODS),
+                  (dict, None, DICT_METHODS))
 
 
 def _member_tables(obj):
@@ -180,7 +205,7 @@ def set_attribute(obj, name, value):
 
 
 def set_item(obj, index, value):
-    """``obj[i] = value``: a list's element, or a tensor's elements (torch's item assignment)."""
+    """``obj[i] = value``: a list's element, a dict's key, or a tensor's elements (torch's item assignment)."""
     if isinstance(obj, list):
         key = index[0] if len(index) == 1 else None
         if not isinstance(key, (int, slice)) or isinstance(key, bool):
@@ -192,6 +217,10 @@ def set_item(obj, index, value):
         return
     if isinstance(obj, Tensor):
         obj[index[0] if len(index) == 1 else tuple(index)] = value
+        return
+    if type(obj) is dict:
+        from .values import hashable
+        obj[hashable(index[0] if len(index) == 1 else tuple(index))] = value
         return
     raise GradTypeError(f"'{type_name(obj)}' object does not support item assignment")
 

@@ -16,14 +16,14 @@ from typing import Any
 from ..errors import GradSyntaxError
 
 _EXPR_STARTERS = {"NAME", "NUMBER", "STRING", "FSTRING"}
-_EXPR_STARTER_TEXT = {"(", "[", "-", "+", "True", "False", "None", "lambda", "...", "not"}
+_EXPR_STARTER_TEXT = {"(", "[", "{", "-", "+", "True", "False", "None", "lambda", "...", "not"}
 _STATEMENT_KEYWORDS = {"assert", "del", "with", "if", "for", "while", "def", "return", "pass", "break",
                        "continue", "import", "from", "@"}
 _OPERATOR_TEXT = {"+", "-", "*", "/", "@", "**", "<", "<=", ">", ">=", "==", "!=", ".", "(",
                   "[", "+=", "-=", "*=", "/=", "%", "//", "%=", "//=", "**=", "and", "or", "not", "in",
                   "is", "if", "for"}
 _COMPARE_TEXT = {"<", "<=", ">", ">=", "==", "!="}
-_PUNCT_ORDER = [")", "]", ":", ",", "="]
+_PUNCT_ORDER = [")", "]", "}", ":", ",", "="]
 
 
 def _terminal_text(parser, name: str) -> str | None:

@@ -16,7 +16,7 @@ from ..autograd.node import Node
 from ..autograd.tensor import Tensor
 from ..ops.registry import BINARY_OPERATORS
 from ..backend.dtypes import Size, device as _device, dtype as _dtype
-from ..errors import GradcliError, GradTypeError, LimitError, ShapeError
+from ..errors import GradcliError, GradKeyError, GradTypeError, LimitError, ShapeError
 from ..limits import MAX_INT_DIGITS, check_int, check_output
 from ..ops.reduction import ReturnTypes
 
@@ -228,6 +228,10 @@ def contains(container, item) -> bool:
         return isinstance(item, (int, float)) and item in container  # arithmetic, not a scan
     if isinstance(container, (list, tuple, Size)):
         return any(v is item or truth(compare("==", v, item)) for v in container)
+    if type(container) is dict or type(container) is _DICT_KEYS:
+        return hashable(item) in container
+    if type(container) is _DICT_VALUES or type(container) is _DICT_ITEMS:
+        return any(v is item or truth(compare("==", v, item)) for v in container)
     raise GradTypeError(f"argument of type '{type_name(container)}' is not iterable")
 
 
@@ -255,8 +259,10 @@ def truth(value) -> bool:
         raise GradTypeError(str(exc)) from None
 
 
-_ITERABLE = (list, tuple, range, str, Size, enumerate, zip, type(reversed([])), type(iter(range(0))),
-             type(reversed(range(0))), type(iter([])), type(iter(())), type(iter("")))
+_DICT_KEYS, _DICT_VALUES, _DICT_ITEMS = type({}.keys()), type({}.values()), type({}.items())
+_ITERABLE = (list, tuple, range, str, Size, dict, _DICT_KEYS, _DICT_VALUES, _DICT_ITEMS,
+             enumerate, zip, type(reversed([])), type(iter(range(0))), type(reversed(range(0))), type(iter([])),
+             type(iter(())), type(iter("")))
 
 
 def iterate(value):
@@ -301,6 +307,8 @@ def subscript(obj, index):
     key = index[0] if len(index) == 1 else tuple(index)
     if isinstance(obj, Tensor):
         return obj[key]
+    if type(obj) is dict:
+        return dict_get(obj, key)
     if isinstance(obj, (tuple, list, Size, ReturnTypes)):
         if not isinstance(key, (int, slice)) or isinstance(key, bool):
             raise GradTypeError(f"{type_name(obj)} indices must be integers or slices")
@@ -312,13 +320,48 @@ def subscript(obj, index):
     raise GradTypeError(f"'{type_name(obj)}' object is not subscriptable")
 
 
+MAX_KEY_DEPTH = 100  # tuples in a dict key nested deeper are refused: Python's hash of a
+# tuple recurses in C without a guard (a tuple nested 10**6 deep crashes the interpreter)
+
+
+def hashable(key):
+    """``key`` as a dict key: Python's hashable values (numbers, strings, None, tuples of them,
+    tensors by identity as in torch), else Python's TypeError. Tuples are walked first with an
+    explicit stack, so that ``hash`` never meets one nested deeper than MAX_KEY_DEPTH."""
+    if type(key) is tuple:
+        stack = [(key, 1)]
+        while stack:
+            item, depth = stack.pop()
+            if depth > MAX_KEY_DEPTH:
+                raise GradTypeError(f"a dict key of tuples nested more than {MAX_KEY_DEPTH} deep")
+            stack.extend((x, depth + 1) for x in item if type(x) is tuple)
+    try:
+        hash(key)
+    except TypeError:
+        raise GradTypeError(f"unhashable type: '{type_name(key)}'") from None
+    return key
+
+
+def make_dict(args):
+    """``{k0: v0, k1: v1, ...}`` from the evaluated ``[k0, v0, k1, v1, ...]`` (a later key wins)."""
+    return {hashable(args[i]): args[i + 1] for i in range(0, len(args), 2)}
+
+
+def dict_get(d: dict, key):
+    """``d[key]``: Python's KeyError, as a bad-input error naming the key."""
+    try:
+        return d[hashable(key)]
+    except KeyError:
+        raise GradKeyError(f"KeyError: {key!r}" if isinstance(key, (str, int, float, tuple)) or key is None
+                           else f"KeyError: {type_name(key)} key not in the dict") from None
+
+
 def unpack(value, count):
-    """The ``count`` items of ``value`` for ``a, b = value`` (a tensor unpacks along its first dim)."""
+    """The ``count`` items of ``value`` for ``a, b = value`` (a tensor unpacks as torch's iterator:
+    ``unbind(0)``, one UnbindBackward0; a dict gives its keys, as Python)."""
     if isinstance(value, Tensor):
-        if value.ndim == 0:
-            raise GradTypeError("iteration over a 0-d tensor")
-        items = [value[i] for i in range(value.shape[0])]
-    elif isinstance(value, (tuple, list)):
+        items = list(iter(value))
+    elif isinstance(value, (tuple, list, dict)):
         items = list(value)
     else:
         raise GradTypeError(f"cannot unpack non-iterable {type_name(value)} object")
@@ -335,7 +378,7 @@ def display(value, limit: int | None = None) -> str:
     LimitError rather than a text over ``limit`` characters (``--max-output``)."""
     if isinstance(value, str):
         text = value
-    elif type(value) is list or type(value) is tuple:
+    elif type(value) is list or type(value) is tuple or type(value) is dict:
         text = _repr_nested(value, limit)
     else:
         text = repr(value)
@@ -371,6 +414,20 @@ def _repr_nested(value, limit: int | None = None) -> str:
         elif item.__class__ is _Closed:
             open_ids.discard(item.id)
             piece = item.text
+        elif type(item) is dict:
+            if id(item) in open_ids:
+                piece = "{...}"
+            else:
+                open_ids.add(id(item))
+                piece = "{"
+                if size + 6 * len(item) > limit:  # each pair takes ": ", ", " and a character each side
+                    check_output(size + 6 * len(item), "the printed text", limit)
+                stack.append(_Closed(id(item), "}"))
+                pairs = list(item.items())
+                for i in range(len(pairs) - 1, -1, -1):
+                    stack.extend((pairs[i][1], _COLON, pairs[i][0]))
+                    if i:
+                        stack.append(_COMMA)
         elif type(item) is list or type(item) is tuple:
             is_list = type(item) is list
             if id(item) in open_ids:
@@ -394,6 +451,7 @@ def _repr_nested(value, limit: int | None = None) -> str:
 
 
 _COMMA = _Punct(", ")
+_COLON = _Punct(": ")
 
 
 class _Closed:

@@ -319,18 +319,11 @@ def test_second_derivatives_match_torch(name):
 
 
 # The gradient's graph (what print(gx.grad_fn) shows after grad(..., create_graph=True)): every
-# node's name and next_functions as torch's, for every op of the table but these, whose derivative
-# formulas have another shape than torch's C++ ones (prod's cumprod path, the p-norms', std's
-# expand...): values agree (test above), names do not.
-# (Issue 13: 97 of 146 entries matched before torch's Scalar overloads, SgnBackward0, sum_to and
-# the fused TanhBackwardBackward0, SigmoidBackwardBackward0, ThresholdBackwardBackward0,
-# SoftmaxBackwardDataBackward0 and LogSoftmaxBackwardDataBackward0 nodes, saved numbers as wrapped
-# tensors, torch's operand order in the div, reciprocal and pow formulas, unsqueeze, squeeze, mean
-# at::sum_to and masked_fill where torch's formulas have them, full var/std/norm reduced with no
-# dim: 146 of 155 after; with masked_fill and its tensor form added to the table, 148 of 157.)
-GRAD_GRAPH_DIFFERS = {
-    "norm_inf", "norm_p1", "norm_p3_dim", "prod", "prod_dim", "prod_two_zeros", "prod_zero", "std_dim", "std_full",
-}
+# node's name and next_functions as torch's, for every op of the table.
+# (Issue 13: 97 of 146 entries matched before torch's Scalar overloads, SgnBackward0, sum_to, the fused
+# *BackwardBackward0 nodes, saved numbers as wrapped tensors and torch's operand orders; 148 of 157
+# before prod's branches (cumprod path with zeros), norm's p-branches and var_backward's unsqueeze.)
+GRAD_GRAPH_DIFFERS: set = set()
 
 
 def _gradient_graphs_match(name):
@@ -344,6 +337,21 @@ def _gradient_graphs_match(name):
 def test_gradient_graph_matches_torch(name):
     # strict both ways: an op that starts matching must leave GRAD_GRAPH_DIFFERS
     assert _gradient_graphs_match(name) == (name not in GRAD_GRAPH_DIFFERS)
+
+
+@pytest.mark.parametrize("name", ["prod_zero", "prod_two_zeros", "prod_dim", "norm_p3_dim", "std_dim"])
+def test_third_derivatives_match_torch(name):
+    """One more order through the double-backward graphs (prod's CumprodBackward0/FlipBackward0)."""
+    fn, arrays = OPS[name]
+    results = []
+    for L in (gc, torch):
+        leaf = L.tensor(np.asarray(arrays[0], dtype=np.float64).tolist(), dtype=L.float64, requires_grad=True)
+        (g1,) = L.autograd.grad([fn(L, leaf).sum()], [leaf], create_graph=True)
+        (g2,) = L.autograd.grad([(g1 * g1).sum()], [leaf], create_graph=True)
+        (g3,) = L.autograd.grad([(g2 * L.arange(g2.numel(), dtype=L.float64).reshape(g2.shape)).sum()], [leaf])
+        results.append((g1, g2, g3))
+    for o, t in zip(*results):
+        assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
 
 
 def test_leaf_grad_under_create_graph_is_a_copy_as_in_torch():

@@ -85,6 +85,17 @@ class ArrayMath:
 
     def logical_and(self, a, b): return self.xp.logical_and(a, b)
     def mask(self, cond, like): return self.xp.astype(cond, like.dtype)
+    def count_zeros(self, x): return int(self.xp.sum(self.xp.astype(x == 0, self.xp.int64)))
+
+    def narrow(self, x, dim, start, length):
+        return x[(slice(None),) * dim + (slice(start, start + length),)]
+
+    def cat(self, arrays, dim): return self.xp.concat(arrays, axis=dim)
+    def flip(self, x, dim): return self.xp.flip(x, axis=dim)
+
+    def cumprod(self, x, dim):
+        fn = getattr(self.xp, "cumulative_prod", None) or self.xp.cumprod
+        return fn(x, axis=dim)
 
     # shapes
     def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
@@ -203,6 +214,11 @@ class TensorMath:
     def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)
     def logical_and(self, a, b): return self.ops.logical_and(self._t(a), self._t(b))
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
+    def count_zeros(self, x): return math_for(False, self.backend).count_zeros(self._t(x)._data)
+    def narrow(self, x, dim, start, length): return self.ops.narrow(x, dim, start, length)
+    def cat(self, tensors, dim): return self.ops.cat([self._t(t) for t in tensors], dim)
+    def flip(self, x, dim): return self.ops.flip_(x, dim)
+    def cumprod(self, x, dim): return self.ops.cumprod_(x, dim)
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
     def squeeze(self, x, dim): return self.ops.squeeze(x, dim)

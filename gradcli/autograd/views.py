@@ -244,7 +244,8 @@ class CopySlices(Node):
 
     def __init__(self, base_edge, fn, chain, base_shape):
         _init(self, (base_edge,) + tuple(fn._children()[1:]), live=True)
-        fn._n0 = base_edge  # fn computes its first input's gradient only where the base needs one
+        if base_edge is None:  # fn computes its first input's gradient only where the base needs one
+            fn._n0 = None
         self.fn = fn
         self._chain = chain
         self._shape = base_shape

@@ -178,8 +178,9 @@ def _result_modified(node: Node, result):
     """The check torch makes on a saved output: ``node._vr`` is ``(version counter, version at
     save)``, set by ``Tensor._link_saved_result`` before the output is first changed in place, or by
     an in-place op that saved its own output (``exp_``)."""
-    counter, expected, *producer = node._vr  # a third item: the view the output was (AsStridedBackward0)
-    return AutogradError(_modified_message(result, producer[0] if producer else node, counter[0], expected))
+    counter, expected, *view_node = node._vr  # a third item: a weak reference to the view's node
+    producer = (view_node[0]() if view_node else None) or node
+    return AutogradError(_modified_message(result, producer, counter[0], expected))
 
 
 class AccumulateGrad(Node):

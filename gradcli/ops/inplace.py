@@ -11,6 +11,7 @@ fails its backward with torch's "modified by an inplace operation" message.
 from __future__ import annotations
 
 import inspect
+import weakref
 
 from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..autograd.node import replace_saved
@@ -63,8 +64,9 @@ def _record(input: Tensor, outplace, args, kwargs) -> None:
     if getattr(node, "_sr", None) is not None:  # the result it saved is this tensor now: its version counter guards it
         node._sr = input._data
         vc = input._vc
-        # torch names a view's current node (AsStridedBackward0) in the "modified" error
-        node._vr = (vc, vc[0], input.grad_fn) if is_view(input) else (vc, vc[0])
+        # torch names the view's node of the moment (AsStridedBackward0) in the "modified" error
+        # while that node lives (held by the view, or by ops that used the view since)
+        node._vr = (vc, vc[0], weakref.ref(input.grad_fn)) if is_view(input) else (vc, vc[0])
 
 
 def _saves_self(node, t) -> bool:

@@ -41,10 +41,10 @@ def compare(fn, *arrays, requires_grad=None, dtype="float32", atol=1e-5, rtol=1e
     return out_o, out_t
 
 
-def _via_view(a, name):
+def _via_view(a, name, *args):
     """``name`` on a row of a non-leaf: CopySlices on the base, the result read through it."""
     base = a * 1
-    getattr(base[1], name)()
+    getattr(base[1], name)(*args)
     return base
 
 
@@ -128,6 +128,8 @@ OPS = {
     "sub_alpha_inplace": (lambda L, a, b: (a * 1).sub_(b, alpha=2), (A, B)),
     "exp_view_inplace": (lambda L, a: _via_view(a, "exp_"), (A,)),
     "sigmoid_view_inplace": (lambda L, a: _via_view(a, "sigmoid_"), (A,)),
+    "mul_view_inplace": (lambda L, a, b: _via_view(a, "mul_", b[0]), (A, B)),
+    "copy_view_inplace": (lambda L, a, b: _via_view(a, "copy_", b[0] * b[1]), (A, B)),
     # indexing
     "select": (lambda L, a: a[1], (A,)), "select_2": (lambda L, a: a[:, 2], (A,)),
     "slice": (lambda L, a: a[:, 1:], (A,)), "slice_step": (lambda L, a: a[:, ::2], (A,)),
@@ -347,10 +349,7 @@ def test_second_derivatives_match_torch(name):
 # (Issue 13: 97 of 146 entries matched before torch's Scalar overloads, SgnBackward0, sum_to, the fused
 # *BackwardBackward0 nodes, saved numbers as wrapped tensors and torch's operand orders; 148 of 157
 # before prod's branches (cumprod path with zeros), norm's p-branches and var_backward's unsqueeze.)
-# In-place through a view: under create_graph torch's CopySlices copies the inner gradient into a
-# view of a clone of grad (a CopySlices node in the gradient's graph); gradcli's is a where():
-# values agree (test above), names do not.
-GRAD_GRAPH_DIFFERS = {"exp_view_inplace", "sigmoid_view_inplace"}
+GRAD_GRAPH_DIFFERS: set = set()
 
 
 def _gradient_graphs_match(name):

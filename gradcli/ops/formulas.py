@@ -158,7 +158,7 @@ class ArrayMath:
     # indexing
     def take(self, x, key): return self.backend.gather(x, key)
 
-    def embed(self, grad, shape, key, accumulate: bool):
+    def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
         """Zeros of ``shape`` with ``grad`` placed at ``key`` (the backward of indexing)."""
         out = self.xp.zeros(tuple(shape), dtype=grad.dtype)
         if accumulate:
@@ -271,8 +271,8 @@ class TensorMath:
 
     def take(self, x, key): return self.ops.index_with_key(x, key)
 
-    def embed(self, grad, shape, key, accumulate: bool):
-        return self.ops.embed(grad, tuple(shape), key, accumulate)
+    def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
+        return self.ops.embed(grad, tuple(shape), key, accumulate, select)
 
     def cat_slices(self, grad, dim, sizes):
         out, start = [], 0
@@ -282,6 +282,17 @@ class TensorMath:
         return out
 
     def constant(self, array): return self._t(array)
+
+    def copy_into_view(self, grad, chain, inside):
+        """torch's CopySlices backward under create_graph: ``grad`` copied, then ``inside`` copied
+        into the region the view ``chain`` describes (so the gradient's graph has CopySlices)."""
+        from .shape import view_of
+        result = self.ops.copy_(self.ops.zeros_like(self._t(grad)), grad)
+        view = result
+        for cls, _, attrs in chain:
+            view = view_of(cls, view, attrs)
+        view.copy_(inside)
+        return result
 
     def cast(self, x, like):
         return x if x.dtype == like.dtype else x.to(like.dtype)

@@ -380,6 +380,22 @@ def test_third_derivatives_match_torch(name):
         assert_matches_torch(o, t, atol=1e-9, rtol=1e-7)
 
 
+@pytest.mark.parametrize("expr", ["L.std(x[0, :1])", "L.var(x, 0).sum()", "L.var(x, correction=6)",
+                                  "L.std(x, 1, correction=3).sum()", "(L.var(x, correction=6) * x).sum()",
+                                  "(L.var(x, 1, correction=4) * L.tensor([1.0, -2.0], dtype=L.float64)).sum()"])
+def test_no_degrees_of_freedom_gradients_match_torch(expr):
+    """torch's var_backward with n <= correction: nan where x == mean, inf elsewhere (times grad)."""
+    import warnings
+    grads = []
+    for L in (gc, torch):
+        x = L.tensor([[1.0, 2.0, 2.0], [0.5, 0.5, 3.0]], dtype=L.float64, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            eval(expr, {"L": L, "x": x}).backward()  # noqa: S307 - a fixed expression, in both engines
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_array_equal(grads[0], grads[1])
+
+
 def test_leaf_grad_under_create_graph_is_a_copy_as_in_torch():
     for L in (gc, torch):
         x = L.tensor([1.0, 2.0], requires_grad=True)

@@ -144,15 +144,18 @@ def norm_backward(F, grad, self, ord, result, dim, keepdim):
 
 def var_backward(F, grad, self, dim, correction, keepdim):
     """torch's var_backward: ``(2 / dof) * grad * (self - mean)``, the reduced gradient unsqueezed
-    (not expanded) and broadcast; no degrees of freedom give nan where self == mean, else inf."""
+    (not expanded) and broadcast. A full reduction without degrees of freedom gives nan where
+    self == mean and inf elsewhere; over ``dim``, 2 / dof is taken as it is (inf at 0, negative
+    below), as torch does."""
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
     mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
-    if n - correction <= 0:
-        return grad * F.where(self == mean, float("nan"), float("inf"))
+    dof = n - correction
+    if dim is None and dof <= 0:
+        return grad * F.where(self == mean, float("nan"), F.zeros_like(self) + float("inf"))
     if dim is not None and not keepdim and len(sizes) > 1:
         grad = F.unsqueeze_dims(grad, dim, len(sizes))
-    return (2.0 / (n - correction)) * grad * (self - mean)
+    return (2.0 / dof if dof else float("inf")) * grad * (self - mean)
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):

@@ -468,10 +468,11 @@ WhereBackward0 = define_node(
 
 
 MaskedFillBackward0 = define_node(
-    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)",
+    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)", broadcasts=True,
     forward=lambda xp, x, mask, value: xp.where(mask, xp.asarray(value, dtype=x.dtype), x))
 MaskedFillBackward1 = define_node(
     "MaskedFillBackward1", inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
+    broadcasts=True,
     value="F.sum(F.where(mask, grad, 0.0))",
     forward=lambda xp, x, value, mask: xp.where(mask, xp.astype(value, x.dtype), x))
 
@@ -484,11 +485,11 @@ def masked_fill(input, mask, value):
         kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
         raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
     xp = input._backend.xp
-    try:
-        m = xp.broadcast_to(mask._data, input._data.shape)
-    except ValueError:
-        raise ShapeError(f"The size of tensor a ({input.shape[-1] if input.ndim else 1}) must match the size of "
-                         f"tensor b ({mask.shape[-1] if mask.ndim else 1}) at non-singleton dimension "
+    try:  # a mask of more dims broadcasts the result (the gradient is summed back to the input)
+        m = xp.broadcast_to(mask._data, _broadcast_shapes(input.shape, mask.shape))
+    except (ValueError, ShapeError):
+        raise ShapeError(f"The size of tensor a ({mask.shape[-1] if mask.ndim else 1}) must match the size of "
+                         f"tensor b ({input.shape[-1] if input.ndim else 1}) at non-singleton dimension "
                          f"{_builtins_max(input.ndim, mask.ndim) - 1}") from None
     if value.__class__ is Tensor:
         if value.ndim:

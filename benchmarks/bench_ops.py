@@ -116,6 +116,14 @@ RECIPES = {
     "mul_": [("x * 1 then mul_(y)", lambda L, e: (e["x"] * 1).mul_(e["y"]))],
     "div_": [("x * 1 then div_(y)", lambda L, e: (e["x"] * 1).div_(e["y"]))],
     "zero_": None,  # no gradient flows through it: nothing to measure
+    "pow_": [("x * 1 then pow_(2)", lambda L, e: (e["x"] * 1).pow_(2))],
+    "clamp_": [("x * 1 then clamp_(0.8, 1.3)", lambda L, e: (e["x"] * 1).clamp_(0.8, 1.3))],
+    "clip_": [("x * 1 then clip_(0.8, 1.3)", lambda L, e: (e["x"] * 1).clip_(0.8, 1.3))],
+    "clamp_min": [("x.clamp_min(1.0)", lambda L, e: e["x"].clamp_min(1.0))],
+    "clamp_max": [("x.clamp_max(1.0)", lambda L, e: e["x"].clamp_max(1.0))],
+    "clamp_min_": [("x * 1 then clamp_min_(1.0)", lambda L, e: (e["x"] * 1).clamp_min_(1.0))],
+    "clamp_max_": [("x * 1 then clamp_max_(1.0)", lambda L, e: (e["x"] * 1).clamp_max_(1.0))],
+    "masked_fill_": [("x * 1 then masked_fill_(mask, 0)", lambda L, e: (e["x"] * 1).masked_fill_(e["mask"], 0.0))],
     "mm": [("mm(x, m)", lambda L, e: L.mm(e["x"], e["m"]))],
     "mv": [("mv(x, v)", lambda L, e: L.mv(e["x"], e["v"]))],
     "dot": [("dot(v, w)", lambda L, e: L.dot(e["v"], e["w"]))],
@@ -195,6 +203,9 @@ def cases_of(info) -> list | None:
         return [("abs(x)", lambda L, e: abs(e["x"]))]
     if info.category == "reduction" and info.arity == 1:
         return _reduction_cases(info)
+    if info.category == "in-place" and info.parameters == ["input"]:  # exp_, relu_...: on a non-leaf
+        name = info.name
+        return [(f"x * 1 then {name}()", lambda L, e: getattr(e["x"] * 1, name)())]
     if info.arity == 1 and info.parameters == ["input"]:
         name = info.name
         return [(f"{name}(x)", lambda L, e: _fn(L, name)(e["x"]))]

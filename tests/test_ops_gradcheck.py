@@ -77,8 +77,12 @@ UNARY = {
     "clamp": (lambda x: gc.clamp(x, -0.5, 0.7), -2, 2), "clamp_min": (lambda x: gc.clamp(x, min=0.1), -2, 2),
     "clamp_max": (lambda x: gc.clamp(x, max=0.3), -2, 2), "clone": (gc.clone, -2, 2),
     "where": (lambda x: gc.where(x > 0, x * x, -x), -2, 2),
+    "clamp_min_fn": (lambda x: gc.clamp_min(x, 0.1), -2, 2), "clamp_max_fn": (lambda x: x.clamp_max(0.3), -2, 2),
+    "exp_": (lambda x: (x * 1).exp_(), -2, 2), "sin_": (lambda x: (x * 1).sin_(), -3, 3),
+    "pow_": (lambda x: (x * 1).pow_(3), -2, 2), "sigmoid_": (lambda x: (x * 1).sigmoid_(), -3, 3),
 }
-KINKS = {"abs": 0.0, "relu": 0.0, "clamp": (-0.5, 0.7), "clamp_min": 0.1, "clamp_max": 0.3, "where": 0.0}
+KINKS = {"abs": 0.0, "relu": 0.0, "clamp": (-0.5, 0.7), "clamp_min": 0.1, "clamp_max": 0.3, "where": 0.0,
+         "clamp_min_fn": 0.1, "clamp_max_fn": 0.3}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))

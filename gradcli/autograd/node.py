@@ -185,9 +185,11 @@ def _check_detached(x, node) -> None:
 
 def _result_modified(node: Node, result):
     """The check torch makes on a saved output: ``node._vr`` is ``(version counter, version at
-    save)``, set by ``Tensor._link_saved_result`` before the output is first changed in place."""
-    counter, expected = node._vr
-    return AutogradError(_modified_message(result, node, counter[0], expected))
+    save)``, set by ``Tensor._link_saved_result`` before the output is first changed in place, or by
+    an in-place op that saved its own output (``exp_``)."""
+    counter, expected, *view_node = node._vr  # a third item: a weak reference to the view's node
+    producer = (view_node[0]() if view_node else None) or node
+    return AutogradError(_modified_message(result, producer, counter[0], expected))
 
 
 class AccumulateGrad(Node):
@@ -557,3 +559,15 @@ def _store_saved(node: Node, inputs, save, result, save_result: bool) -> None:
         node._v1 = versions[1]
     else:
         node._s1 = None
+
+
+def replace_saved(node: Node, old, new) -> None:
+    """An in-place op's node saved its first input ``old`` (``self``), which the op is about to
+    overwrite: save ``new`` (torch's ``original_self``, a clone) there instead, at ``new``'s version.
+    ``old`` saved as another input (``y *= y``'s ``other``) stays, and fails backward as in torch."""
+    if getattr(node, "_sx", None) is not None:
+        values, versions = node._sx
+        if values[0] is old:
+            node._sx = ((new,) + values[1:], (_version_of(new),) + versions[1:])
+    elif getattr(node, "_s0", None) is old:
+        node._s0, node._v0 = new, _version_of(new)

@@ -270,7 +270,8 @@ class CopySlices(Node):
         nrs = EDGE_NRS.get(fn)
         if nrs is not None and any(nrs[1:]):
             EDGE_NRS[self] = (0,) + nrs[1:]
-        fn._n0 = base_edge  # fn computes its first input's gradient only where the base needs one
+        if base_edge is None:  # fn computes its first input's gradient only where the base needs one
+            fn._n0 = None
         self.fn = fn
         self._chain = chain
         self._shape = base_shape
@@ -295,21 +296,17 @@ class CopySlices(Node):
         else:
             if inside is None:
                 inside = F.zeros_like(region)
-            mask = _embed(chain, _ones(region, F), _array_math(F))
-            first = F.where(mask != 0, _embed(chain, inside, F), grad)
+            if differentiable:  # torch: a copy of grad with fn's gradient copied into the view (CopySlices)
+                first = F.copy_into_view(grad, chain, inside)
+            else:
+                mask = _embed(chain, _ones(region, F), F)
+                first = F.where(mask != 0, _embed(chain, inside, F), grad)
         return (first, *res[1:])
 
 
 def _ones(region, F):
     data = getattr(region, "_data", region)
     return F.backend.xp.ones(tuple(data.shape), dtype=data.dtype)
-
-
-def _array_math(F):
-    if not getattr(F, "differentiable", False):
-        return F
-    from .engine import _FORMULA_MATH
-    return _FORMULA_MATH[0](False, F.backend)
 
 
 def is_view(t: Tensor) -> bool:

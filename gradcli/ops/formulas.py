@@ -85,6 +85,17 @@ class ArrayMath:
 
     def logical_and(self, a, b): return self.xp.logical_and(a, b)
     def mask(self, cond, like): return self.xp.astype(cond, like.dtype)
+    def count_zeros(self, x): return int(self.xp.sum(self.xp.astype(x == 0, self.xp.int64)))
+
+    def narrow(self, x, dim, start, length):
+        return x[(slice(None),) * dim + (slice(start, start + length),)]
+
+    def cat(self, arrays, dim): return self.xp.concat(arrays, axis=dim)
+    def flip(self, x, dim): return self.xp.flip(x, axis=dim)
+
+    def cumprod(self, x, dim):
+        fn = getattr(self.xp, "cumulative_prod", None) or self.xp.cumprod
+        return fn(x, axis=dim)
 
     # shapes
     def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
@@ -147,7 +158,7 @@ class ArrayMath:
     # indexing
     def take(self, x, key): return self.backend.gather(x, key)
 
-    def embed(self, grad, shape, key, accumulate: bool):
+    def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
         """Zeros of ``shape`` with ``grad`` placed at ``key`` (the backward of indexing)."""
         out = self.xp.zeros(tuple(shape), dtype=grad.dtype)
         if accumulate:
@@ -203,6 +214,11 @@ class TensorMath:
     def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)
     def logical_and(self, a, b): return self.ops.logical_and(self._t(a), self._t(b))
     def mask(self, cond, like): return self._t(cond).to(like.dtype)
+    def count_zeros(self, x): return math_for(False, self.backend).count_zeros(self._t(x)._data)
+    def narrow(self, x, dim, start, length): return self.ops.narrow(x, dim, start, length)
+    def cat(self, tensors, dim): return self.ops.cat([self._t(t) for t in tensors], dim)
+    def flip(self, x, dim): return self.ops.flip_(x, dim)
+    def cumprod(self, x, dim): return self.ops.cumprod_(x, dim)
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
     def squeeze(self, x, dim): return self.ops.squeeze(x, dim)
@@ -255,8 +271,8 @@ class TensorMath:
 
     def take(self, x, key): return self.ops.index_with_key(x, key)
 
-    def embed(self, grad, shape, key, accumulate: bool):
-        return self.ops.embed(grad, tuple(shape), key, accumulate)
+    def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
+        return self.ops.embed(grad, tuple(shape), key, accumulate, select)
 
     def cat_slices(self, grad, dim, sizes):
         out, start = [], 0
@@ -266,6 +282,17 @@ class TensorMath:
         return out
 
     def constant(self, array): return self._t(array)
+
+    def copy_into_view(self, grad, chain, inside):
+        """torch's CopySlices backward under create_graph: ``grad`` copied, then ``inside`` copied
+        into the region the view ``chain`` describes (so the gradient's graph has CopySlices)."""
+        from .shape import view_of
+        result = self.ops.copy_(self.ops.zeros_like(self._t(grad)), grad)
+        view = result
+        for cls, _, attrs in chain:
+            view = view_of(cls, view, attrs)
+        view.copy_(inside)
+        return result
 
     def cast(self, x, like):
         return x if x.dtype == like.dtype else x.to(like.dtype)

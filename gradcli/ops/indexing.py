@@ -20,7 +20,7 @@ from ..autograd.tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze, view_of
 
 SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
-                              self="F.embed(grad, self_sizes, key, False)",
+                              self="F.embed(grad, self_sizes, key, False, True)",
                               forward=lambda xp, x, key: x[key])
 SliceBackward0 = define_node("SliceBackward0", attrs=("key",),
                              self="F.embed(grad, self_sizes, key, False)",
@@ -32,6 +32,9 @@ IndexBackward0 = define_node("IndexBackward0", attrs=("key",),
 SliceBackwardBackward0 = define_node("SliceBackwardBackward0", attrs=("shape", "key"),
                                      self="F.take(grad, key)",
                                      forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, False))
+SelectBackwardBackward0 = define_node("SelectBackwardBackward0", attrs=("shape", "key"),  # select's, as torch
+                                      self="F.take(grad, key)",
+                                      forward=lambda xp, g, shape, key: _embed(xp, g, shape, key, False))
 # index_put (``x[idx] = v``, and the double backward of ``x[idx]``): the indexed positions of
 # ``self`` get ``values`` (added to them with accumulate), so ``self``'s gradient there is zero.
 IndexPutBackward0 = define_node(
@@ -75,11 +78,11 @@ def _index_put(xp, x, v, key, accumulate):
     return out
 
 
-def embed(grad, shape, key, accumulate):
+def embed(grad, shape, key, accumulate, select=False):
     if accumulate:
         zeros = Tensor._make(grad._backend.xp.zeros(shape, dtype=grad._data.dtype), grad._backend)
         return apply(IndexPutBackward0, (zeros, grad), (key, True))
-    return apply(SliceBackwardBackward0, (grad,), (shape, key))
+    return apply(SelectBackwardBackward0 if select else SliceBackwardBackward0, (grad,), (shape, key))
 
 
 def index_with_key(x, key):

@@ -1,7 +1,8 @@
 """``torch.nn.functional``'s losses, each one declaration with torch's node and formulas.
 
 ``F.relu``, ``F.sigmoid``, ``F.tanh``, ``F.softmax`` and ``F.log_softmax`` are the pointwise and
-reduction ops of the same names; this family adds the losses a tensor-autograd tutorial uses.
+reduction ops of the same names (``F.relu`` with torch's ``inplace=``); this family adds the losses
+a tensor-autograd tutorial uses.
 Their category is "functional": the language maps ``F.<name>`` to them.
 
 Each records what torch records: one node for mse_loss (MseLossBackward0),
@@ -25,8 +26,9 @@ from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
 from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
+from . import pointwise as _pointwise
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
-from .registry import as_tensor_arg, op
+from .registry import FUNCTIONS, as_tensor_arg, module_form, op
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
@@ -376,3 +378,11 @@ def _soft_cross_entropy(logp, target, weight, code, class_dim):
     if code == 2:
         return total
     return apply(DivBackward1, (total,), (logp.numel() / logp.shape[class_dim],))
+
+
+def relu(input, inplace=False):
+    """torch.nn.functional.relu: ``inplace=True`` is ``input.relu_()`` (ReluBackward0 either way)."""
+    return FUNCTIONS["relu_"].fn(input) if inplace else _pointwise.relu(input)
+
+
+module_form("torch.nn.functional", relu)

@@ -7,10 +7,8 @@ summed back to their shapes by the node base (``broadcasts=True``).
 
 from __future__ import annotations
 
-import inspect
-
 from ..backend import dtypes as _dt
-from ..errors import GradTypeError, RuntimeTypeError, ShapeError
+from ..errors import GradTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply2
 from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
@@ -18,6 +16,7 @@ from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import rebase, writable
+from .inplace import scalar_type as _scalar_type
 
 _SCALARS = (int, float, bool)
 
@@ -109,7 +108,7 @@ def _scalar_overload(cls, input, other, attrs):
     return None
 
 
-@op(AddBackward0, AddBackward1, operator="a + b", reflected=True, fast=True)
+@op(AddBackward0, AddBackward1, operator="a + b", reflected=True, fast=True, inplace="a += b")
 def add(input, other, *, alpha=1):
     """Elementwise sum, broadcasting: input + alpha * other."""
     if _GRAD.formula:
@@ -150,7 +149,7 @@ SubBackward0 = define_node(
     self="grad", other="-grad if alpha == 1 else -grad * alpha")
 
 
-@op(SubBackward0, SubBackward1, RsubBackward1, operator="a - b", reflected=rsub, fast=True)
+@op(SubBackward0, SubBackward1, RsubBackward1, operator="a - b", reflected=rsub, fast=True, inplace="a -= b")
 def sub(input, other, *, alpha=1):
     """Elementwise difference, broadcasting: input - alpha * other."""
     if _GRAD.formula:
@@ -169,7 +168,7 @@ MulBackward0 = define_node(
     self="grad * other", other="grad * self")
 
 
-@op(MulBackward0, MulBackward1, operator="a * b", reflected=True, fast=True)
+@op(MulBackward0, MulBackward1, operator="a * b", reflected=True, fast=True, inplace="a *= b")
 def mul(input, other):
     """Elementwise product, broadcasting."""
     if _GRAD.formula:
@@ -185,7 +184,7 @@ DivBackward0 = define_node(
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
-@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True)
+@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True, inplace="a /= b")
 def div(input, other):
     """Elementwise quotient, broadcasting (true division: integers give floats)."""
     if input.__class__ is not Tensor:
@@ -201,7 +200,7 @@ def div(input, other):
 NegBackward0 = define_node("NegBackward0", forward=lambda xp, a: -a, self="-grad")
 
 
-@op(NegBackward0, operator="-a")
+@op(NegBackward0, operator="-a", inplace=True)
 def neg(input):
     """Elementwise negation."""
     return apply(NegBackward0, (input,))
@@ -221,7 +220,7 @@ PowBackward2 = define_node(
              "grad * F.where(exponent >= 0, 0.0, result * scalar_log(self))")
 
 
-@op(PowBackward0, PowBackward1, PowBackward2, operator="a ** b", reflected=lambda a, b: pow(b, a))
+@op(PowBackward0, PowBackward1, PowBackward2, operator="a ** b", reflected=lambda a, b: pow(b, a), inplace=True)
 def pow(input, exponent):
     """input ** exponent; either side may be a number."""
     if input.__class__ is not Tensor:
@@ -245,7 +244,7 @@ def pow(input, exponent):
     return apply(PowBackward0, (input,), (exponent,), None if arrays is None else [arrays[0]])
 
 
-@op(PowBackward0)
+@op(PowBackward0, inplace=True)
 def square(input):
     """input ** 2 (recorded as PowBackward0, as torch does)."""
     return pow(input, 2)
@@ -253,7 +252,7 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",)):
+def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",), inplace=True):
     """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
     derivative ``formula`` of ``self``) and its function, which computes in the default float
     dtype unless ``keep_int``."""
@@ -267,7 +266,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
         return apply(cls, (input,))
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
-    return op(cls, operator=operator, namespaces=namespaces)(unary_op)
+    return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)
 
 
 def _sigmoid(xp, x):
@@ -298,7 +297,7 @@ SignBackward0 = define_node(
     self="F.zeros_like(grad)")
 
 
-@op(SignBackward0)
+@op(SignBackward0, inplace=True)
 def sign(input):
     """-1, 0 or 1 by the sign of each element (zero gradient)."""
     return apply(SignBackward0, (input,))
@@ -308,7 +307,7 @@ SgnBackward0 = define_node(
     "SgnBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)), self="F.zeros_like(grad)")
 
 
-@op(SgnBackward0)
+@op(SgnBackward0, inplace=True)
 def sgn(input):
     """sign for real tensors (torch's complex-aware form, what abs's derivative uses)."""
     return apply(SgnBackward0, (input,))
@@ -367,7 +366,7 @@ def clamp_mask(F, x, lo, hi):
 formula_helpers(clamp_mask=clamp_mask)
 
 
-@op(ClampBackward1, ClampBackward0)
+@op(ClampBackward1, ClampBackward0, inplace=True)
 def clamp(input, min=None, max=None):
     """Limit values to [min, max]; either bound may be None, a number or a tensor."""
     if min is None and max is None:
@@ -397,10 +396,44 @@ def clamp(input, min=None, max=None):
     return apply(ClampBackward1, (input,), (min, max))
 
 
-@op(ClampBackward1, ClampBackward0)
+@op(ClampBackward1, ClampBackward0, inplace=True)
 def clip(input, min=None, max=None):
     """Alias of clamp (records ClampBackward1, or ClampBackward0 with tensor bounds)."""
     return clamp(input, min, max)
+
+
+ClampMinBackward0 = define_node("ClampMinBackward0", attrs=("min",), forward=lambda xp, x, lo: xp.maximum(x, lo),
+                                self="F.where(self >= min, grad, 0.0)")
+ClampMinBackward1 = define_node("ClampMinBackward1", inputs=("self", "min"), broadcasts=True,
+                                forward=lambda xp, x, lo: xp.maximum(x, lo),
+                                self="F.where(self >= min, grad, 0.0)", min="F.where(self < min, grad, 0.0)")
+ClampMaxBackward0 = define_node("ClampMaxBackward0", attrs=("max",), forward=lambda xp, x, hi: xp.minimum(x, hi),
+                                self="F.where(self <= max, grad, 0.0)")
+ClampMaxBackward1 = define_node("ClampMaxBackward1", inputs=("self", "max"), broadcasts=True,
+                                forward=lambda xp, x, hi: xp.minimum(x, hi),
+                                self="F.where(self <= max, grad, 0.0)", max="F.where(self > max, grad, 0.0)")
+
+
+def _one_bound(name, scalar_cls, tensor_cls, input, bound):
+    if bound.__class__ is Tensor:
+        return _binary(tensor_cls, input, bound, (), name)
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        raise GradTypeError(f"{name}(): argument '{name[-3:]}' must be Number or Tensor, not {type(bound).__name__}")
+    if not input.dtype.is_floating_point and isinstance(bound, float):
+        input = input.to(_dt.DEFAULTS.float)
+    return apply(scalar_cls, (input,), (bound,))
+
+
+@op(ClampMinBackward0, ClampMinBackward1, inplace=True)
+def clamp_min(input, min):
+    """max(x, min) elementwise: clamp with a lower bound only (ClampMinBackward0; a tensor bound: 1)."""
+    return _one_bound("clamp_min", ClampMinBackward0, ClampMinBackward1, input, min)
+
+
+@op(ClampMaxBackward0, ClampMaxBackward1, inplace=True)
+def clamp_max(input, max):
+    """min(x, max) elementwise: clamp with an upper bound only (ClampMaxBackward0; a tensor bound: 1)."""
+    return _one_bound("clamp_max", ClampMaxBackward0, ClampMaxBackward1, input, max)
 
 
 MaximumBackward0 = define_node(
@@ -435,15 +468,16 @@ WhereBackward0 = define_node(
 
 
 MaskedFillBackward0 = define_node(
-    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)",
+    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)", broadcasts=True,
     forward=lambda xp, x, mask, value: xp.where(mask, xp.asarray(value, dtype=x.dtype), x))
 MaskedFillBackward1 = define_node(
     "MaskedFillBackward1", inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
+    broadcasts=True,
     value="F.sum(F.where(mask, grad, 0.0))",
     forward=lambda xp, x, value, mask: xp.where(mask, xp.astype(value, x.dtype), x))
 
 
-@op(MaskedFillBackward0, MaskedFillBackward1)
+@op(MaskedFillBackward0, MaskedFillBackward1, inplace=True)
 def masked_fill(input, mask, value):
     """``value`` where the bool ``mask`` (broadcast to the input's shape) is true; a 0-d tensor
     value gets the sum of the gradient there (MaskedFillBackward1)."""
@@ -451,11 +485,11 @@ def masked_fill(input, mask, value):
         kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
         raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
     xp = input._backend.xp
-    try:
-        m = xp.broadcast_to(mask._data, input._data.shape)
-    except ValueError:
-        raise ShapeError(f"The size of tensor a ({input.shape[-1] if input.ndim else 1}) must match the size of "
-                         f"tensor b ({mask.shape[-1] if mask.ndim else 1}) at non-singleton dimension "
+    try:  # a mask of more dims broadcasts the result (the gradient is summed back to the input)
+        m = xp.broadcast_to(mask._data, _broadcast_shapes(input.shape, mask.shape))
+    except (ValueError, ShapeError):
+        raise ShapeError(f"The size of tensor a ({mask.shape[-1] if mask.ndim else 1}) must match the size of "
+                         f"tensor b ({input.shape[-1] if input.ndim else 1}) at non-singleton dimension "
                          f"{_builtins_max(input.ndim, mask.ndim) - 1}") from None
     if value.__class__ is Tensor:
         if value.ndim:
@@ -566,61 +600,6 @@ logical_or = _bool_op("logical_or", "or", "logical_or", "a | b")
 
 
 # -- in-place updates -----------------------------------------------------------------------------------
-
-def _inplace(name, outplace, operator):
-    """``add_`` from ``add``: the same arguments, the result written into ``self``."""
-    def inplace(self, other, **kwargs):
-        self._check_inplace()
-        if _GRAD.enabled and (self._requires_grad or (other.__class__ is Tensor and other._requires_grad)):
-            # Record like torch's rebase_history: self now holds the result of a new node.
-            source = self
-            if other.__class__ is Tensor and other._requires_grad and other is not self:
-                # other's gradient may read self as it was (mul_, div_): torch saves the original
-                # values, so the node gets a copy carrying self's place in the graph
-                source = Tensor._make(self._backend.xp.asarray(self._data, copy=True), self._backend,
-                                      self.grad_fn)
-            result = outplace(source, other, **kwargs)
-            _check_inplace_shape(self, result)
-            writable(self)[...] = result._data
-            rebase(self, result.grad_fn)
-        else:
-            with _no_grad():
-                result = outplace(self, other, **kwargs)
-            _check_inplace_shape(self, result)
-            if result._data.dtype != self._data.dtype and self.dtype.category < result.dtype.category:
-                raise RuntimeTypeError(f"result type {_scalar_type(result.dtype)} can't be cast to "
-                                    f"the desired output type {_scalar_type(self.dtype)}")
-            writable(self)[...] = result._data
-        self._bump()
-        return self
-    inplace.__name__ = inplace.__qualname__ = name
-    inplace.__doc__ = f"In-place {outplace.__name__}: updates the tensor's data (and its version)."
-    inplace.__signature__ = inspect.signature(outplace)  # what it takes is what outplace takes
-    return op(operator=operator, category="in-place")(inplace)
-
-
-def _scalar_type(dtype) -> str:
-    """torch's ScalarType name of a dtype (what its messages print): Float, Double, Long..."""
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
-            "bool": "Bool"}.get(dtype.name, dtype.name.capitalize())
-
-
-def _check_inplace_shape(self, result) -> None:
-    if tuple(result._data.shape) != tuple(self._data.shape):
-        raise ShapeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                         f"{list(result.shape)}")
-
-
-def _no_grad():
-    from ..autograd.grad_mode import no_grad
-    return no_grad()
-
-
-add_ = _inplace("add_", add, "a += b")
-sub_ = _inplace("sub_", sub, "a -= b")
-mul_ = _inplace("mul_", mul, "a *= b")
-div_ = _inplace("div_", div, "a /= b")
-
 
 ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like(x), self="F.zeros_like(grad)")
 

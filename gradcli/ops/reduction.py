@@ -74,44 +74,88 @@ def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
 
 
 def prod_backward(F, grad, self, result, dim, keepdim):
-    """Product rule that stays exact with zeros in the input (as torch's prod_backward)."""
+    """torch's prod_backward, branch for branch (its graph under create_graph is torch's): no zero
+    in the input is ``grad * (result / self)``, a zero takes the exclusive-cumprod path that stays
+    exact with zeros (two zeros of a full product give zeros directly when no graph is made)."""
     sizes = tuple(self.shape)
-    g = _keep(F, grad, sizes, dim, keepdim)
-    r = _keep(F, result, sizes, dim, keepdim)
-    zero = self == 0
-    safe = F.where(zero, 1.0, self)
-    nonzero_prod = F.prod(safe, dim, True) if dim is not None else F.prod(safe)
-    zeros = F.sum(F.mask(zero, grad), dim, True) if dim is not None else F.sum(F.mask(zero, grad))
-    no_zero = F.where(zeros == 0, g * r / safe, 0.0)
-    one_zero = F.where(F.logical_and(zeros == 1, zero), g * nonzero_prod, 0.0)
-    return F.expand(no_zero + one_zero, sizes)
+    if not sizes:
+        return grad
+    if dim is None:
+        grad = F.expand(grad, sizes)
+    elif not keepdim:
+        grad, result = F.unsqueeze_dims(grad, dim, len(sizes)), F.unsqueeze_dims(result, dim, len(sizes))
+    zeros = F.count_zeros(self)
+    if zeros == 0:
+        return grad * (result / self)
+    if dim is not None:
+        return prod_safe_zeros_backward(F, grad, self, dim[0])
+    if zeros > 1 and not F.differentiable:
+        return F.zeros_like(self)
+    flat = prod_safe_zeros_backward(F, F.reshape(grad, (-1,)), F.reshape(self, (-1,)), 0)
+    return F.reshape(flat, sizes)
+
+
+def prod_safe_zeros_backward(F, grad, inp, dim):
+    """Each element's product of the others as (exclusive cumprod) * (reversed exclusive cumprod)."""
+    n = inp.shape[dim]
+    if _numel(inp.shape) == 0:
+        return F.expand(grad, tuple(inp.shape))
+    ones = F.zeros_like(F.narrow(inp, dim, 0, 1)) + 1
+    exclusive_normal = F.cumprod(F.cat([ones, F.narrow(inp, dim, 0, n - 1)], dim), dim)
+    narrow_reverse = F.flip(F.narrow(inp, dim, 1, n - 1), dim)
+    exclusive_reverse = F.flip(F.cumprod(F.cat([ones, narrow_reverse], dim), dim), dim)
+    return grad * (exclusive_normal * exclusive_reverse)
+
+
+def cumprod_backward(F, grad, self, result, dim):
+    """d cumprod: input i gets sum over j >= i of grad_j * prod_{k <= j, k != i} self_k, computed
+    without dividing (exact with zeros) as prefix_i * sum_j grad_j * cumprod(self[i+1..j])."""
+    n = self.shape[dim]
+    parts = []
+    for i in range(n):
+        tail = F.narrow(self, dim, i + 1, n - i - 1)
+        ones = F.zeros_like(F.narrow(self, dim, i, 1)) + 1
+        running = F.cat([ones, F.cumprod(tail, dim)], dim) if n - i - 1 else ones
+        part = F.sum(F.narrow(grad, dim, i, n - i) * running, (dim,), True)
+        parts.append(part * F.narrow(result, dim, i - 1, 1) if i else part)
+    return F.cat(parts, dim) if parts else grad
 
 
 def norm_backward(F, grad, self, ord, result, dim, keepdim):
+    """torch's norm_backward by its branches (p = 0, 1, 2, inf, < 1, < 2, else) and operand order."""
     sizes = tuple(self.shape)
     g = _keep(F, grad, sizes, dim, keepdim)
     r = _keep(F, result, sizes, dim, keepdim)
     if ord == 0:
         return F.zeros_like(self)
     if ord == 1:
-        return F.expand(g, sizes) * F.sgn(self)
+        return F.sgn(self) * g
     if ord == 2:
         return g * F.masked_fill(self / r, r == 0, 0)  # torch's (self / norm).masked_fill_(norm == 0, 0)
     if ord in (float("inf"), float("-inf")):
         mask = F.mask(F.abs(self) == r, grad)
         count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
-        return F.sgn(self) * mask * (g / count)
-    # general p: d||x||_p = x |x|^(p-2) / ||x||_p^(p-1)
-    return F.where(r == 0, 0.0, self * F.abs(self) ** (ord - 2) * (g / r ** (ord - 1)))
+        return F.sgn(self) * ((g / count) * mask)
+    if ord < 1:
+        return F.sgn(self) * F.masked_fill(F.abs(self) ** (ord - 1), self == 0, 0) * g * r ** (1 - ord)
+    scaled = F.sgn(self) * F.abs(self) ** (ord - 1) if ord < 2 else self * F.abs(self) ** (ord - 2)
+    return scaled * F.masked_fill(g / r ** (ord - 1), r == 0, 0)
 
 
 def var_backward(F, grad, self, dim, correction, keepdim):
+    """torch's var_backward: ``(2 / dof) * grad * (self - mean)``, the reduced gradient unsqueezed
+    (not expanded) and broadcast. A full reduction without degrees of freedom gives nan where
+    self == mean and inf elsewhere; over ``dim``, 2 / dof is taken as it is (inf at 0, negative
+    below), as torch does."""
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
     mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
-    dof = _builtins.max(n - correction, 0)
-    # no degrees of freedom: torch's 2.0 / 0 is inf, so the gradient is nan (never a ZeroDivisionError)
-    return (2.0 / dof if dof else float("inf")) * sum_backward(F, grad, sizes, dim, keepdim) * (self - mean)
+    dof = n - correction
+    if dim is None and dof <= 0:
+        return grad * F.where(self == mean, float("nan"), F.zeros_like(self) + float("inf"))
+    if dim is not None and not keepdim and len(sizes) > 1:
+        grad = F.unsqueeze_dims(grad, dim, len(sizes))
+    return (2.0 / dof if dof else float("inf")) * grad * (self - mean)
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):
@@ -121,6 +165,7 @@ def logsumexp_backward(F, grad, self, result, dim, keepdim):
 
 formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, amax_backward=amax_backward,
                 select_backward_mask=select_backward_mask, prod_backward=prod_backward,
+                cumprod_backward=cumprod_backward,
                 norm_backward=norm_backward, var_backward=var_backward,
                 logsumexp_backward=logsumexp_backward, numel=_numel, count=_count, scalar_log=scalar_log)
 
@@ -141,6 +186,12 @@ ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, 
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
                             self="prod_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
+# Internal nodes of prod's zero-safe backward (torch's CumprodBackward0 and FlipBackward0 under
+# create_graph); reached through F.cumprod and F.flip, not user-facing ops.
+CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
+                               forward=lambda xp, x, dim: _cumprod(xp, x, dim))
+FlipBackward0 = define_node("FlipBackward0", attrs=("dims",), self="F.flip(grad, dims[0])",
+                            forward=lambda xp, x, dims: xp.flip(x, axis=dims))
 MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
                            forward=lambda xp, x: array_max(xp, x))
 MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
@@ -190,6 +241,21 @@ LogSoftmaxBackwardDataBackward0 = define_node(
     forward=lambda xp, g, y, dim: g - xp.exp(y) * array_sum(xp, g, dim, True),
     grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
     output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
+
+
+def _cumprod(xp, x, dim):
+    fn = getattr(xp, "cumulative_prod", None) or xp.cumprod
+    return fn(x, axis=dim)
+
+
+def cumprod_(input, dim):
+    """Cumulative product along ``dim`` (CumprodBackward0), for formulas."""
+    return apply(CumprodBackward0, (input,), (dim % input.ndim,))
+
+
+def flip_(input, dim):
+    """``input`` reversed along ``dim`` (FlipBackward0), for formulas."""
+    return apply(FlipBackward0, (input,), ((dim % input.ndim,),))
 
 
 def softmax_backward(grad_output, output, dim):

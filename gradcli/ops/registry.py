@@ -108,7 +108,7 @@ NAMESPACES: dict = {}                # "torch.nn.functional" -> {name: Op}: what
 
 def op(*nodes, method: bool | str = True, operator: str | None = None, reflected=None, fast: bool = False,
        differentiable: bool = True, category: str = "math", name: str | None = None,
-       namespaces: tuple = ("torch",)):
+       namespaces: tuple = ("torch",), inplace: bool | str = False):
     """Register ``fn`` as a user-facing op.
 
     ``namespaces``: the PyTorch modules a program reaches it through (``import torch.nn.functional
@@ -123,6 +123,9 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
     ``fast``: the operator on two tensors of one dtype, shape and device is exactly the array
     operator on their arrays (the op's defaults for its attributes), so it may skip the
     checks, casts and broadcasting of the general function: the per-op fast path.
+    ``inplace``: also register its in-place variant ``<name>_`` (a Tensor method, and
+    ``torch.<name>_`` where torch has one), derived by ``ops/inplace.py``; a string is the
+    variant's operator spelling (``"a += b"``).
     """
     def register(fn):
         fname = name or fn.__name__
@@ -139,8 +142,25 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
             setattr(Tensor, fname if method is True else method, fn)
         if operator is not None:
             _install_operator(info, reflected, fast)
+        if inplace:
+            _register_inplace(fn, fname, inplace)
         return fn
     return register
+
+
+def _register_inplace(fn, fname: str, inplace) -> None:
+    from .inplace import TORCH_FUNCTIONS, inplace_variant
+    iname = fname + "_"
+    op(operator=inplace if isinstance(inplace, str) else None, category="in-place", name=iname,
+       namespaces=("torch",) if iname in TORCH_FUNCTIONS else ())(inplace_variant(fn, iname))
+
+
+def module_form(module: str, fn) -> None:
+    """A module's own spelling of a registered op (``F.relu(x, inplace=False)`` beside
+    ``torch.relu(x)``): what ``module.<name>`` reaches, listed as the op it calls."""
+    like = FUNCTIONS[fn.__name__]
+    NAMESPACES.setdefault(module, {})[fn.__name__] = Op(
+        like.name, fn, False, like.nodes, like.doc, like.differentiable, like.category, None, (module,))
 
 
 _NO_AXIS = {"norm"}  # torch's Tensor.norm takes no axis=

@@ -194,12 +194,12 @@ MATMUL_FLOPS_PER_SECOND = 1e10
 
 def check_flops(flops: float, what: str = "this matrix product") -> None:
     """Refuse one C call (a matmul) estimated to run past the deadline: it cannot be interrupted."""
-    if DEADLINE.at is None or not DEADLINE.live:
+    need = flops / MATMUL_FLOPS_PER_SECOND
+    if need <= 0.05 or DEADLINE.at is None or not DEADLINE.live:
         return
     import time
     left = DEADLINE.at - time.monotonic()
-    need = flops / MATMUL_FLOPS_PER_SECOND
-    if need > max(left, 0.0) and need > 0.05:
+    if need > max(left, 0.0):
         raise LimitError(f"{what} needs about {flops:.3g} floating-point operations (~{need:.0f} s at "
                          f"{MATMUL_FLOPS_PER_SECOND:.0e} per second), more than the {max(left, 0):.1f} s "
                          f"left of --timeout {DEADLINE.seconds:g} s",

@@ -445,6 +445,41 @@ def test_a_matmul_that_cannot_finish_in_time_is_refused_before_it_starts():
         one_document(proc)["error"]["message"]
 
 
+def test_the_backward_of_a_product_is_estimated_too():
+    # the program ends promptly with exit 3 (here the forward's estimate already refuses it)
+    proc, seconds = timed("eval", "a = ones(8000, 8000, requires_grad=True)\nb = (a @ a).sum()\nb.backward()",
+                          "--timeout", "2", "--json")
+    doc = one_document(no_traceback(proc))
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit" and doc["error"]["line"] == 2
+    assert seconds < 10
+
+
+@pytest.mark.parametrize("shape, what, flops", [
+    ((2200, 2200), "this matrix product (in backward)", "2.13e+10"),
+    ((64, 400, 400), "this batched matrix product (in backward)", "8.19e+09"),
+])
+def test_a_backward_product_that_cannot_finish_in_time_is_refused_before_it_starts(shape, what, flops):
+    # in-process, so that the forward runs with no deadline and only the backward meets one: its two
+    # products (the gradient of each operand) go through the same estimate as the forward's
+    import gradcli as gc
+    from gradcli import limits
+    from gradcli.errors import LimitError
+    a = gc.ones(*shape, requires_grad=True)
+    y = (a @ a).sum()
+    limits.DEADLINE.at, limits.DEADLINE.live, limits.DEADLINE.seconds = time.monotonic() + 0.5, True, 0.5
+    started = time.perf_counter()
+    try:
+        with pytest.raises(LimitError) as caught:
+            y.backward()
+    finally:
+        limits.DEADLINE.at, limits.DEADLINE.live, limits.DEADLINE.seconds = None, False, None
+    assert time.perf_counter() - started < 0.3 and a.grad is None
+    assert str(caught.value).startswith(f"{what} needs about {flops} floating-point operations")
+    y.backward()  # no deadline: the same backward runs
+    # d/da sum(a @ a) = ones @ a.T + a.T @ ones: 2n in every element for a of ones
+    assert float(a.grad.min()) == float(a.grad.max()) == 2.0 * shape[-1]
+
+
 def test_there_is_a_default_time_bound_and_timeout_0_lifts_it(monkeypatch):
     from gradcli import limits
     from gradcli.cli import validate

@@ -169,6 +169,62 @@ def test_the_default_budget_follows_the_address_space_ulimit():
     assert doc["error"]["line"] == 3 and "over the memory limit of 1.4 GiB" in doc["error"]["message"]
 
 
+# Small arrays, tensors' objects, lists and strings are not counted one by one: the evaluator polls
+# the process's resident size every limits.POLL_STEPS steps and before a large list or string.
+
+SMALL = "xs = [ones(1000) for i in range(2000000)]"  # 2,000,000 arrays of 4 KB: ~9 GB uncapped
+
+
+def test_millions_of_small_tensors_are_bounded_by_the_process_memory():
+    start = time.monotonic()
+    proc = no_traceback(cli("eval", SMALL, "--json", memory=2_000_000_000))
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit", doc["error"]
+    assert doc["error"]["message"].startswith("the run would hold ")
+    assert doc["error"]["message"].endswith(" of arrays and other values, over the memory limit of 953.7 MiB")
+    assert (doc["error"]["line"], doc["error"]["column"]) == (1, 18)  # the comprehension's for clause
+    assert time.monotonic() - start < 60
+    proc = no_traceback(cli("eval", SMALL, memory=2_000_000_000))  # the table mode: the message and the line
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.stderr.startswith("error: the run would hold ") and "--> line 1, column 18" in proc.stderr
+
+
+def test_a_loop_appending_small_tensors_stops_at_the_budget_with_its_line():
+    program = "x = ones(10)\nxs = []\nfor i in range(5000000):\n    xs.append(x * 1.0)\nprint(len(xs))"
+    proc = no_traceback(cli("eval", program, "--json", "--max-memory", "100M", memory=2_000_000_000))
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit", doc["error"]
+    assert doc["error"]["message"].endswith("over the memory limit of 100.0 MiB") and doc["error"]["line"] in (3, 4)
+    # the same loop, shorter, passes: the budget is what the run adds, not the interpreter's own size
+    proc = cli("eval", program.replace("5000000", "20000"), "--json", "--max-memory", "100M")
+    assert proc.returncode == 0 and one_document(proc)["printed"] == ["20000"]
+
+
+def test_large_lists_are_checked_against_the_budget_before_they_are_built():
+    # each [0.5] * 5,000,000 is 40 MB of pointers (under the 10,000,000-item cap): the list that would
+    # pass the budget is refused before its allocation, with how much it needs
+    proc = no_traceback(cli("eval", "xs = [[0.5] * 5000000 for i in range(100)]", "--json", memory=2_000_000_000))
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit", doc["error"]
+    assert doc["error"]["message"].endswith("over the memory limit of 953.7 MiB (this needs 38.1 MiB more)")
+    for program in ("y = [0.0] * 10**9", 'y = "a" * 10**9', "x = [0.0] * 5000000\ny = x + x + x"):
+        proc = no_traceback(cli("eval", program, "--json", memory=2_000_000_000))
+        assert proc.returncode == 3 and one_document(proc)["error"]["message"].startswith(
+            ("a list of more than 10,000,000 items", "a str of more than 10,000,000 items")), proc.stdout
+
+
+def test_the_memory_poll_costs_one_comparison_a_step(monkeypatch):
+    # a 100,000-statement program polls 98 times (the first step, then every 1,024): ~5 us each, 0.5 ms
+    # in all, against ~0.4 s for the program (benchmarks/RESULTS.md has the timings)
+    from gradcli import limits
+    from gradcli.lang import evaluator, parser
+    polls = []
+    monkeypatch.setattr(evaluator, "poll_memory", lambda: polls.append(1))
+    program = parser.parse("x0 = 1.0\n" + "".join(f"x{i + 1} = x{i} * 1.0001\n" for i in range(99_999)))
+    result = evaluator.Evaluator().run(program)
+    assert result.error is None and len(polls) == 1 + 99_999 // limits.POLL_STEPS == 98
+
+
 # -- 2: --timeout without races ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("seconds", ["0.05", "0.2", "0.35", "0.5", "0.6", "0.8", "1.2"])

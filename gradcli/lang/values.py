@@ -17,7 +17,7 @@ from ..autograd.tensor import Tensor
 from ..ops.registry import BINARY_OPERATORS
 from ..backend.dtypes import Size, device as _device, dtype as _dtype
 from ..errors import GradcliError, GradTypeError, LimitError, ShapeError
-from ..limits import MAX_INT_DIGITS, check_int, check_output
+from ..limits import MAX_INT_DIGITS, check_int, check_output, check_sequence
 from ..ops.reduction import ReturnTypes
 
 
@@ -174,12 +174,14 @@ def _sequence_op(op, a, b):
     if op == "+" and type(a) is type(b):
         if len(a) + len(b) > MAX_SEQUENCE:
             raise LimitError(f"a {type(a).__name__} of more than {MAX_SEQUENCE:,} items")
+        check_sequence(len(a) + len(b), 1 if isinstance(a, str) else 8)
         return a + b
     if op == "*":
         seq, n = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
         if isinstance(n, int) and not isinstance(n, bool) and isinstance(seq, _SEQUENCES):
             if len(seq) * max(n, 0) > MAX_SEQUENCE:
                 raise LimitError(f"a {type(seq).__name__} of more than {MAX_SEQUENCE:,} items")
+            check_sequence(len(seq) * max(n, 0), 1 if isinstance(seq, str) else 8)
             return seq * n
     bad = a if not isinstance(a, _SEQUENCES) else b
     raise GradTypeError(f"unsupported operand types for {op}: '{type_name(a)}' and '{type_name(b)}'"

@@ -285,6 +285,23 @@ def test_ctrl_c_exits_130_quietly_with_one_document(after, json_flag):
         assert out == ""
 
 
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_ctrl_c_while_gradcli_is_being_imported_exits_130_quietly(json_flag):
+    # the handler gradcli installs as the first thing its package does, before the imports that take
+    # most of start-up: a SIGINT delivered right after it (as `python -m gradcli` would receive it
+    # while numpy loads) ends the process with 130, "interrupted" and, under --json, one document
+    code = ("import sys; sys.argv = ['/usr/bin/gradcli', 'eval', 'x = 1', *sys.argv[1:]]; import gradcli, os, signal; "
+            "os.kill(os.getpid(), signal.SIGINT); import time; time.sleep(5); print('not interrupted')")
+    proc = subprocess.run([sys.executable, "-c", code, *json_flag], capture_output=True, text=True, env=env(),
+                          cwd=ROOT, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "interrupted\n")
+    if json_flag:
+        assert json.loads(proc.stdout)["error"] == {"kind": "interrupted", "message": "interrupted", "line": None,
+                                                    "column": None}
+    else:
+        assert proc.stdout == ""
+
+
 # -- 10: terminal escapes ---------------------------------------------------------------------------
 
 def test_control_characters_from_a_program_never_reach_stderr_raw():

@@ -213,6 +213,24 @@ def test_large_lists_are_checked_against_the_budget_before_they_are_built():
             ("a list of more than 10,000,000 items", "a str of more than 10,000,000 items")), proc.stdout
 
 
+@pytest.mark.parametrize("copy", ["y[:]", "list(y)", "y + []"])
+def test_copies_of_a_long_list_are_checked_before_they_are_made(copy):
+    # fewer than 1,024 steps, so no periodic poll: each 40 MB copy is checked before it is allocated
+    proc = no_traceback(cli("eval", f"y = [0.5] * 5000000\nxs = [{copy} for i in range(1000)]", "--json",
+                            "--max-memory", "300M", memory=2_000_000_000))
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit" and doc["error"]["line"] == 2, doc["error"]
+    assert doc["error"]["message"].endswith("over the memory limit of 300.0 MiB (this needs 38.1 MiB more)")
+
+
+def test_extending_a_list_in_a_loop_is_checked_at_each_extend():
+    program = "y = [0.5] * 5000000\nxs = []\nfor i in range(1000):\n    xs.extend(y)"
+    proc = no_traceback(cli("eval", program, "--json", "--max-memory", "300M", memory=2_000_000_000))
+    doc = one_document(proc)
+    assert proc.returncode == 3 and doc["error"]["kind"] == "limit" and doc["error"]["line"] == 4, doc["error"]
+    assert doc["error"]["message"].endswith("over the memory limit of 300.0 MiB (this needs 38.1 MiB more)")
+
+
 def test_the_memory_poll_costs_one_comparison_a_step(monkeypatch):
     # a 100,000-statement program polls 98 times (the first step, then every 1,024): 5.4 us each, 0.5 ms
     # in all, against 0.39-0.41 s for the program, the same before and after the poll (measured on 2

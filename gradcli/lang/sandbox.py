@@ -226,8 +226,8 @@ _MAX_LIST = 10_000_000
 def _sized(items):
     if isinstance(items, range) and len(items) > _MAX_LIST:
         raise LimitError(f"a list of {len(items):,} items: over the limit of {_MAX_LIST:,}")
-    if isinstance(items, range):
-        check_sequence(len(items), 8 + 32)  # a pointer and an int object each
+    if hasattr(items, "__len__"):  # a copy (a range's: a pointer and an int object an item)
+        check_sequence(len(items), 8 + 32 * isinstance(items, range))
     out = []
     for item in iterate(items):
         out.append(item)

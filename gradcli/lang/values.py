@@ -308,6 +308,8 @@ def subscript(obj, index):
     if isinstance(obj, (tuple, list, Size, ReturnTypes)):
         if not isinstance(key, (int, slice)) or isinstance(key, bool):
             raise GradTypeError(f"{type_name(obj)} indices must be integers or slices")
+        if key.__class__ is slice:  # a copy: a large one is checked against the memory budget first
+            check_sequence(len(range(*key.indices(len(obj)))), 8)
         try:
             return obj[key]
         except IndexError:  # a torch.Size's index is a dimension (kind "shape"); a tuple's, a value's

@@ -33,7 +33,8 @@ def _quiet_ctrl_c_while_starting() -> None:
         os.write(2, b"interrupted\n")
         os._exit(130)
     try:
-        signal.signal(signal.SIGINT, interrupted)
+        if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:  # ignored by the parent (`cmd &` in a
+            signal.signal(signal.SIGINT, interrupted)         # script): stays ignored, as for Python
     except ValueError:  # not the main thread
         pass
 

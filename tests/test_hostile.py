@@ -320,6 +320,19 @@ def test_ctrl_c_while_gradcli_is_being_imported_exits_130_quietly(json_flag):
         assert proc.stdout == ""
 
 
+def test_a_sigint_the_parent_ignores_stays_ignored():
+    # `gradcli eval ... &` in a script starts with SIGINT ignored: like CPython (and every program that
+    # leaves an ignored SIGINT alone), gradcli does not take it over, so the run is not interrupted
+    p = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "for i in range(2000000):\n    y = i\nprint(y)",
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert (p.returncode, err) == (0, "")
+    assert json.loads(out)["printed"] == ["1999999"]
+
+
 # -- 10: terminal escapes ---------------------------------------------------------------------------
 
 def test_control_characters_from_a_program_never_reach_stderr_raw():

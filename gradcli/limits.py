@@ -117,9 +117,11 @@ def check_bytes(nbytes: int) -> None:
 def _over_memory(more: int) -> LimitError:
     need = f" (this needs {_bytes_text(more)} more)" if more else ""
     what = " of arrays" if not MEMORY.untracked else " of arrays and other values"
+    total, limit = _bytes_text(MEMORY.live + MEMORY.untracked + more), _bytes_text(LIMITS.max_memory)
+    if total == limit:  # over by less than the rounding
+        total = "more than " + total
     return LimitError(
-        f"the run would hold {_bytes_text(MEMORY.live + MEMORY.untracked + more)}{what}, over the memory limit of "
-        f"{_bytes_text(LIMITS.max_memory)}{need}",
+        f"the run would hold {total}{what}, over the memory limit of {limit}{need}",
         hint="raise it with --max-memory BYTES (e.g. 8G) if this machine has the memory")
 
 

@@ -70,11 +70,13 @@ TRACK_BYTES = 1 << 16
 
 
 class _Memory:
-    __slots__ = ("live", "counted")
+    __slots__ = ("live", "counted", "baseline", "untracked")
 
     def __init__(self):
         self.live = 0
         self.counted: dict[int, int] = {}  # id(array) -> its bytes, while it is alive
+        self.baseline = 0   # the process's resident bytes when the run started (see poll_memory)
+        self.untracked = 0  # resident bytes beyond that, less the counted arrays, at the last poll
 
 
 MEMORY = _Memory()
@@ -102,22 +104,70 @@ def track(array) -> None:
         return
     MEMORY.counted[key] = base.nbytes
     MEMORY.live += base.nbytes
-    if MEMORY.live > LIMITS.max_memory:
+    if MEMORY.live + MEMORY.untracked > LIMITS.max_memory:
         raise _over_memory(0)
 
 
 def check_bytes(nbytes: int) -> None:
     """Refuse, before allocating, ``nbytes`` more than the memory budget has left."""
-    if MEMORY.live + nbytes > LIMITS.max_memory:
+    if MEMORY.live + MEMORY.untracked + nbytes > LIMITS.max_memory:
         raise _over_memory(nbytes)
 
 
 def _over_memory(more: int) -> LimitError:
     need = f" (this needs {_bytes_text(more)} more)" if more else ""
+    what = " of arrays" if not MEMORY.untracked else " of arrays and other values"
+    total, limit = _bytes_text(MEMORY.live + MEMORY.untracked + more), _bytes_text(LIMITS.max_memory)
+    if total == limit:  # over by less than the rounding
+        total = "more than " + total
     return LimitError(
-        f"the run would hold {_bytes_text(MEMORY.live + more)} of arrays, over the memory limit of "
-        f"{_bytes_text(LIMITS.max_memory)}{need}",
+        f"the run would hold {total}{what}, over the memory limit of {limit}{need}",
         hint="raise it with --max-memory BYTES (e.g. 8G) if this machine has the memory")
+
+
+# Everything else a run holds (arrays under TRACK_BYTES, tensors' own objects, Python lists and
+# strings) is not counted one by one, which would cost on every op. Instead the evaluator polls the
+# process's resident size every POLL_STEPS steps (statements, loop and comprehension iterations:
+# ~5 us a poll, 5 ns a step) and before it builds a large list or string: what the process holds
+# beyond its size when the run started, less the arrays already counted, joins the total. Between
+# two polls a program can add at most POLL_STEPS statements' worth (a statement's own list or
+# string is capped at 10,000,000 items and checked before it is built). Linux only (/proc); where
+# the file is missing, only arrays are counted.
+
+POLL_STEPS = 1024
+_STATM = "/proc/self/statm"
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident() -> int | None:
+    """The process's resident bytes (current, not peak), or None where /proc is missing."""
+    try:
+        with open(_STATM, "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def start_run() -> None:
+    """A run starts: what the process holds now (the interpreter, the modules) is not the program's."""
+    MEMORY.baseline = _resident() or 0
+    MEMORY.untracked = 0
+
+
+def poll_memory(more: int = 0) -> None:
+    """Update what the run holds beyond its counted arrays; LimitError if that, with ``more`` bytes
+    about to be allocated, is over the budget."""
+    rss = _resident()
+    if rss is not None and MEMORY.baseline:
+        MEMORY.untracked = max(0, rss - MEMORY.baseline - MEMORY.live)
+    check_bytes(more)
+
+
+def check_sequence(length: int, itemsize: int) -> None:
+    """A list (8 bytes an item) or string about to be built: over 65,536 items, the process is polled
+    and the new object's bytes checked against the budget before it is allocated."""
+    if length > 65_536:
+        poll_memory(length * itemsize)
 
 
 def _bytes_text(n: int) -> str:
@@ -194,12 +244,12 @@ MATMUL_FLOPS_PER_SECOND = 1e10
 
 def check_flops(flops: float, what: str = "this matrix product") -> None:
     """Refuse one C call (a matmul) estimated to run past the deadline: it cannot be interrupted."""
-    if DEADLINE.at is None or not DEADLINE.live:
+    need = flops / MATMUL_FLOPS_PER_SECOND
+    if need <= 0.05 or DEADLINE.at is None or not DEADLINE.live:
         return
     import time
     left = DEADLINE.at - time.monotonic()
-    need = flops / MATMUL_FLOPS_PER_SECOND
-    if need > max(left, 0.0) and need > 0.05:
+    if need > max(left, 0.0):
         raise LimitError(f"{what} needs about {flops:.3g} floating-point operations (~{need:.0f} s at "
                          f"{MATMUL_FLOPS_PER_SECOND:.0e} per second), more than the {max(left, 0):.1f} s "
                          f"left of --timeout {DEADLINE.seconds:g} s",

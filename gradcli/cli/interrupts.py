@@ -50,7 +50,10 @@ def take_sigint():
     DEADLINE.live = True
     DEADLINE.hold = hold
     STATE.interrupted = False
-    return signal.signal(signal.SIGINT, _on_sigint) if _main_thread() else None
+    if not _main_thread() or signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        return None  # a SIGINT the parent ignores (a background job of a script) stays ignored, as
+        #              CPython leaves it (it installs its KeyboardInterrupt handler only over SIG_DFL)
+    return signal.signal(signal.SIGINT, _on_sigint)
 
 
 def hold() -> None:

@@ -181,6 +181,7 @@ def configure(opts: Options) -> None:
     limits.LIMITS.max_elements = limits.DEFAULT_MAX_ELEMENTS
     limits.LIMITS.max_statements = limits.DEFAULT_MAX_STATEMENTS
     limits.LIMITS.max_memory = opts.max_memory or limits.default_max_memory()
+    limits.start_run()  # again at the program's first step; meanwhile -l/-g leaves count from here
     limits.LIMITS.max_output = opts.max_output or limits.DEFAULT_MAX_OUTPUT
     limits.LIMITS.itemsize = 8 if opts.dtype == "float64" else 4
     if opts.max_statements is not None:

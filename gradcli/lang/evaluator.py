@@ -23,7 +23,8 @@ from ..autograd.grad_mode import STATE as _GRAD, _DecoratorContextManager
 from ..autograd.introspection import saved_tensors_hooks
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradNameError, GradSyntaxError, GradTypeError, LimitError
-from ..limits import DEADLINE, LIMITS, check_output, poll, timeout_error
+from ..limits import (DEADLINE, LIMITS, POLL_STEPS, check_output, poll, poll_memory, start_run,
+                      timeout_error)
 from . import modules, sandbox
 from .ast import (
     Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, For, FormattedValue,
@@ -122,6 +123,7 @@ class Evaluator(Statements):
         self.last_stmt = None
         self.last_value = None
         self.steps = 0
+        self._next_check = 0  # the step at which _check_steps runs next
         self.depth = 0
         self.builtins = dict(registered_builtins())
         self.builtins["print"] = self._print
@@ -198,10 +200,23 @@ class Evaluator(Statements):
 
     def _tick(self, node) -> None:
         self.steps += 1
+        if self.steps >= self._next_check:  # one comparison a step: the checks below are rare
+            self._check_steps(node)
+
+    def _check_steps(self, node) -> None:
+        """Every POLL_STEPS steps (and the first): ``--max-steps``, and the memory that small
+        tensors, lists and strings hold (:func:`gradcli.limits.poll_memory`)."""
         if self.steps > LIMITS.max_steps:
             raise LimitError(f"the program ran more than {LIMITS.max_steps:,} steps (statements and loop "
                              "iterations): an endless loop?", hint="raise it with --max-steps N"
                              ).at(node.line, node.column)
+        self._next_check = min(self.steps + POLL_STEPS, LIMITS.max_steps + 1)
+        if self.steps == 1:  # the program's first step: what the process holds now is not its
+            start_run()
+        try:
+            poll_memory()
+        except LimitError as exc:
+            raise exc.at(node.line, node.column) from None
 
     def _function_gen(self, fn, args, kwargs):
         """One call of a program's function: its frame, within ``--max-depth``, in the grad mode

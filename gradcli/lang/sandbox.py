@@ -24,6 +24,7 @@ from ..autograd.tensor import Tensor
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
 from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
+from ..limits import check_sequence
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
 from .modules import Module, member
@@ -254,6 +255,8 @@ _MAX_LIST = 10_000_000
 def _sized(items):
     if isinstance(items, range) and len(items) > _MAX_LIST:
         raise LimitError(f"a list of {len(items):,} items: over the limit of {_MAX_LIST:,}")
+    if hasattr(items, "__len__"):  # a copy (a range's: a pointer and an int object an item)
+        check_sequence(len(items), 8 + 32 * isinstance(items, range))
     out = []
     for item in iterate(items):
         out.append(item)

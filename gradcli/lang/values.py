@@ -17,7 +17,7 @@ from ..autograd.tensor import Tensor
 from ..ops.registry import BINARY_OPERATORS
 from ..backend.dtypes import Size, device as _device, dtype as _dtype
 from ..errors import GradcliError, GradKeyError, GradTypeError, LimitError, ShapeError
-from ..limits import MAX_INT_DIGITS, check_int, check_output
+from ..limits import MAX_INT_DIGITS, check_int, check_output, check_sequence
 from ..ops.reduction import ReturnTypes
 
 
@@ -174,12 +174,14 @@ def _sequence_op(op, a, b):
     if op == "+" and type(a) is type(b):
         if len(a) + len(b) > MAX_SEQUENCE:
             raise LimitError(f"a {type(a).__name__} of more than {MAX_SEQUENCE:,} items")
+        check_sequence(len(a) + len(b), 1 if isinstance(a, str) else 8)
         return a + b
     if op == "*":
         seq, n = (a, b) if isinstance(a, _SEQUENCES) else (b, a)
         if isinstance(n, int) and not isinstance(n, bool) and isinstance(seq, _SEQUENCES):
             if len(seq) * max(n, 0) > MAX_SEQUENCE:
                 raise LimitError(f"a {type(seq).__name__} of more than {MAX_SEQUENCE:,} items")
+            check_sequence(len(seq) * max(n, 0), 1 if isinstance(seq, str) else 8)
             return seq * n
     bad = a if not isinstance(a, _SEQUENCES) else b
     raise GradTypeError(f"unsupported operand types for {op}: '{type_name(a)}' and '{type_name(b)}'"
@@ -312,6 +314,8 @@ def subscript(obj, index):
     if isinstance(obj, (tuple, list, Size, ReturnTypes)):
         if not isinstance(key, (int, slice)) or isinstance(key, bool):
             raise GradTypeError(f"{type_name(obj)} indices must be integers or slices")
+        if key.__class__ is slice:  # a copy: a large one is checked against the memory budget first
+            check_sequence(len(range(*key.indices(len(obj)))), 8)
         try:
             return obj[key]
         except IndexError:  # a torch.Size's index is a dimension (kind "shape"); a tuple's, a value's

@@ -13,6 +13,7 @@ import math as _math
 
 from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum
+from ..limits import check_flops
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 _NUMPY_SCALARS = frozenset(type(_NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64"))
@@ -150,9 +151,16 @@ class ArrayMath:
         return self.xp.reshape(x, tuple(shape))
 
     # linear algebra
-    def mm(self, a, b): return self.xp.matmul(a, b)
+    # The backward's products are estimated against --timeout like the forward's (one C call cannot
+    # be interrupted): the gradient of ``a @ b`` is two more products of the same size.
+    def mm(self, a, b):
+        check_flops(2 * a.shape[0] * a.shape[1] * b.shape[-1], "this matrix product (in backward)")
+        return self.xp.matmul(a, b)
     def mv(self, a, v): return self.xp.matmul(a, v)
-    def bmm(self, a, b): return self.xp.matmul(a, b)
+    def bmm(self, a, b):
+        check_flops(2 * max(a.shape[0], b.shape[0]) * a.shape[1] * a.shape[2] * b.shape[2],
+                    "this batched matrix product (in backward)")
+        return self.xp.matmul(a, b)
     def outer(self, a, b): return self.xp.reshape(a, (-1, 1)) * self.xp.reshape(b, (1, -1))
 
     # indexing

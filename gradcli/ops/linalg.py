@@ -86,6 +86,9 @@ def dot(input, tensor):
 
 
 def bmm(input, mat2):
+    """3-d product (matmul's batched path, and bmm's backward under create_graph)."""
+    check_flops(2 * max(input.shape[0], mat2.shape[0]) * input.shape[1] * input.shape[2] * mat2.shape[2],
+                "this batched matrix product")
     return apply(BmmBackward0, (input, mat2))
 
 

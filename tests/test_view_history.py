@@ -359,6 +359,25 @@ def test_no_grad_view_in_the_language(capsys):
     assert doc["printed"] == lines
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--root", "v"], "--root v: v is a view made under no_grad: it requires grad but has no backward graph"),
+    ([], "the last value is a view made under no_grad: it requires grad but has no backward graph"),
+])
+def test_graph_of_a_no_grad_view_says_it_has_none(capsys, args, message):
+    program = "a = ones(2, 2, requires_grad=True)\nwith no_grad():\n    v = a[0]\n"
+    assert main(["graph", program, "--json", *args]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == message
+
+
+def test_program_ending_with_a_no_grad_view_sum(capsys):
+    program = "a = ones(2, 2, requires_grad=True)\nwith no_grad():\n    v = a[0]\ny = v.sum()\n"
+    code, doc = run_json(capsys, program)
+    assert code == 0
+    rows = {v["name"]: v for v in doc["variables"]}
+    assert rows["y"]["next_functions"] == [[None, 0]]
+    assert rows["a"]["grad"] is None and rows["v"]["grad"] is None
+
+
 def test_check_leaves_out_a_no_grad_view(capsys):
     program = "a = ones(3, 2, requires_grad=True)\nwith no_grad():\n    v = a[0]\ny = (v * a[1]).sum()\n"
     assert main(["check", program, "--json"]) == 1  # a's gradient misses the path no_grad cut

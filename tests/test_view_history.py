@@ -81,6 +81,24 @@ def test_every_use_of_a_stale_multi_view_raises_as_torch(use):
     same_as_torch(case)
 
 
+@pytest.mark.parametrize("finish", ["backward", "backward_inputs", "autograd_grad"])
+def test_graph_recorded_before_the_change_runs_but_the_view_refuses(finish):
+    def case(m, see):
+        a = m.ones(2, 2, requires_grad=True)
+        x = a.clone()
+        r = x.unbind(0)
+        y = (r[0] * 2).sum()  # recorded while r[0] was fresh
+        x.mul_(2)
+        if finish == "backward":
+            y.backward()
+            see(a.grad)
+        elif finish == "backward_inputs":
+            y.backward(inputs=[r[0]])
+        else:
+            see(m.autograd.grad(y, [r[0]]))
+    same_as_torch(case)
+
+
 def test_multi_view_of_a_leaf_changed_under_no_grad():
     def case(m, see):
         a = m.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
@@ -258,6 +276,12 @@ def _view_of_it_in_grad_mode(m, see, a, v):
     see(a.grad)
 
 
+def _backward_inputs_it(m, see, a, v):
+    (v * a[1]).sum().backward(inputs=[v])
+    see(v.grad)
+    see(a.grad)
+
+
 def _changed_in_no_grad_then_read(m, see, a, v):
     with m.no_grad():
         v.mul_(2)
@@ -286,7 +310,7 @@ def _unbind_under_no_grad(m, see, a, v):
 
 
 NO_GRAD_VIEW_USES = [_retain, _hook, _requires_grad_false, _requires_grad_true, _backward_of_it, _sum_backward,
-                     _grad_wrt_it, _grad_wrt_base, _view_of_it_in_grad_mode, _changed_in_no_grad_then_read,
+                     _grad_wrt_it, _grad_wrt_base, _backward_inputs_it, _view_of_it_in_grad_mode, _changed_in_no_grad_then_read,
                      _base_changed_in_no_grad_then_used, _changed_in_place_in_grad_mode, _unbind_under_no_grad]
 
 

@@ -547,8 +547,6 @@ def test_modified_error_names_the_node_torch_names(case_fn):
     same_as_torch(case)
 
 
-@pytest.mark.xfail(strict=True, reason="torch regenerates a view's grad_fn only when it is read, so the view's "
-                   "old AsStridedBackward0 lives on until then; gradcli regenerates it when the base changes")
 def test_modified_error_while_an_unread_view_keeps_its_old_node():
     def case(m, see):
         r = m.ones(2, 2, requires_grad=True)

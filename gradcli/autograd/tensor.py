@@ -284,6 +284,15 @@ class Tensor:
         self._requires_grad = False
         return self
 
+    def __getattr__(self, name):
+        """Reached only for an attribute that is not set: the ``grad_fn`` of a view whose base
+        changed in place since it was last read (views._refresh_views empties it), made now, as
+        torch's VariableHooks::grad_fn does; nothing else is ever unset."""
+        if name == "grad_fn" and self._view is not None:
+            from .views import regenerate
+            return regenerate(self)
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
     @property
     def _base(self):
         """The tensor this one is a view of (the root of a chain of views), or None."""

@@ -10,9 +10,12 @@ op's node ``fn`` (recorded on the view as it was) is wrapped in a ``CopySlices``
 that becomes the base's ``grad_fn``; its first edge is the base's old gradient
 edge, the others ``fn``'s. Every live view of the base (the modified one
 included) then gets a fresh ``AsStridedBackward0`` leading to the base's new
-``grad_fn``, as torch regenerates a view's ``grad_fn`` once its base's version
-moved. torch does that lazily when ``grad_fn`` is read; here it is done eagerly
-for the views still alive (a weak set per base), which shows the same graph.
+``grad_fn`` when its ``grad_fn`` is next read, as torch's VariableHooks::grad_fn
+regenerates it: the live views (a weak set per base) have their ``grad_fn`` slot
+emptied, the old node kept in ``ViewInfo.stale`` until then (it lives on as in
+torch, which a later "modified by an inplace operation" error may name), and
+``Tensor.__getattr__``, reached only for an unset attribute, calls
+:func:`regenerate`. A set slot costs the hot path nothing.
 
 Views made by a function returning several views (unbind, split) or made under
 no_grad (torch's MULTI_OUTPUT_NODE and NO_GRAD_MODE creation metas) get no new
@@ -227,34 +230,52 @@ def rebase(t: Tensor, fn) -> None:
     base.grad_fn = copy
     base._requires_grad = True
     _refresh_views(base)
+    t.grad_fn  # noqa: B018 - torch's rebase_history reads it: the modified view's new node, now
 
 
-def _move_retain(t: Tensor, node) -> None:
-    """torch moves a tensor's retain_grad to its new grad_fn when it is changed in place."""
-    if t._retains_grad and t.grad_fn is not None:
+def _move_retain(t: Tensor, node, old=False) -> None:
+    """torch moves a tensor's retain_grad to its new grad_fn (``old``: its grad_fn until now)."""
+    if old is False:
         old = t.grad_fn
+    if t._retains_grad and old is not None:
         if old._retain is not None and old._retain() is t:
             old._retain = None
         node._retain = weakref.ref(t)
 
 
+_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot itself: reading it never regenerates
+
+
 def _refresh_views(base: Tensor) -> None:
-    """Give the base's live views (made by one view op, under grad mode) a fresh
-    AsStridedBackward0 leading to the base's gradient edge; the others stay stale."""
+    """The base's live views need a new history: those made by one view op under grad mode get a
+    fresh AsStridedBackward0 to the base's gradient edge when their grad_fn is next read (their
+    slot is emptied, the old node kept until then, as torch's view keeps it); the others are stale."""
     if not base._requires_grad:
         return
-    edge = base.grad_fn or base._accumulator()
     for view in _live_views(base):
         info = view._view
-        if info.no_grad or info.multi:  # stale: it requires grad as its base does, and raises when used
-            view._requires_grad = True
+        view._requires_grad = True  # it requires grad as its base does
+        if info.no_grad or info.multi:  # stale: raises when used
             continue
-        node = AsStridedBackward0(edge, info.chain, tuple(view._data.shape))
-        if view.grad_fn is not None:
-            _move_retain(view, node)
-        view.grad_fn = node
-        view._requires_grad = True
-        info.output_nr = 0
+        try:
+            old = _GRAD_FN.__get__(view, Tensor)
+        except AttributeError:
+            continue  # already waiting for its next read, with its oldest node
+        info.stale = old
+        _GRAD_FN.__delete__(view)
+
+
+def regenerate(t: Tensor):
+    """``t.grad_fn`` read while unset (``Tensor.__getattr__``): a view whose base changed since it
+    was last read gets its AsStridedBackward0 now, as torch's VariableHooks::grad_fn does."""
+    info = t._view
+    base = info.base
+    node = AsStridedBackward0(base.grad_fn or base._accumulator(), info.chain, tuple(t._data.shape))
+    old, info.stale = info.stale, None
+    _move_retain(t, node, old)
+    t.grad_fn = node
+    info.output_nr = 0
+    return node
 
 
 def on_bump(t: Tensor) -> None:

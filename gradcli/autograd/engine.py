@@ -169,15 +169,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if not isinstance(t, Tensor):
                 raise GradTypeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
         targets = [_input_node(t) for t in inputs]
+        for t in inputs:  # a non-leaf input's gradient goes into its .grad: torch makes it retain grad
+            if t.grad_fn is not None:
+                t.retain_grad()
     if create_graph:
         from .warn import CREATE_GRAPH_CYCLE, warn
         warn(CREATE_GRAPH_CYCLE)
-    captured = _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
-    for t in inputs or ():
-        if t.grad_fn is not None:  # a non-leaf input: its gradient goes into its .grad, as torch's
-            g = _captured(captured, t)
-            if g is not None:
-                _accumulate(t, g, bool(create_graph))
+    _execute(roots, bool(retain_graph), bool(create_graph), targets, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -277,10 +275,11 @@ def _roots(tensors, grad_tensors, create_graph):
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise GradTypeError(f"element {i} of tensors is not a Tensor")
-        if not t._requires_grad:
+        node = _input_node(t) if t._requires_grad else None
+        if node is None:  # a view made under no_grad requires grad but has no gradient edge
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         g = None if grad_tensors is None else grad_tensors[i]
-        roots.append((_input_node(t), _root_grad(t, g, i, create_graph), t.output_nr))
+        roots.append((node, _root_grad(t, g, i, create_graph), t.output_nr))
     return roots
 
 

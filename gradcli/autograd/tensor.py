@@ -52,6 +52,7 @@ class _CountedInference(_NoVersion):
 
 
 INFERENCE_VC = _NoVersion([0])
+ON_BUMP = [None]  # views.on_bump, set when .views (which imports this module) is imported
 
 
 def is_inference_vc(vc) -> bool:
@@ -145,6 +146,9 @@ class Tensor:
             raise RuntimeTypeError("only Tensors of floating point dtype can require gradients")
         if flag and is_inference_vc(self._vc) and not _GRAD.inference:
             raise AutogradError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        if getattr(self._view, "derived", False):  # a view made under no_grad: it requires grad as its base does
+            self._view.derived = not flag  # requires_grad_(True): an AccumulateGrad of its own
+            return self
         self._requires_grad = flag
         return self
 
@@ -156,7 +160,15 @@ class Tensor:
 
     @property
     def is_leaf(self) -> bool:
+        if self.grad_fn is None and self._view is not None:
+            self._check_view()
         return self.grad_fn is None
+
+    def _check_view(self) -> None:
+        """torch reads a view's grad_fn here: one made under no_grad or by unbind/split whose base
+        was changed in place since raises (views.resolve)."""
+        from .views import resolve
+        resolve(self)
 
     @property
     def grad(self):
@@ -197,6 +209,8 @@ class Tensor:
     def retain_grad(self) -> None:
         if not self._requires_grad:
             raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None and self._view is not None:
+            self._check_view()
         if self.grad_fn is None or self._retains_grad:
             return  # a no-op for leaves, as in PyTorch
         if self.grad_fn.multi_output:
@@ -206,7 +220,14 @@ class Tensor:
         self._retains_grad = True
 
     def _accumulator(self):
-        """This leaf's AccumulateGrad node, shared by every op that uses the leaf."""
+        """This leaf's gradient edge: its AccumulateGrad node, shared by every op that uses the leaf
+        (a view's: views.view_edge, None for one made under no_grad)."""
+        if self._view is not None:
+            from .views import view_edge
+            return view_edge(self)
+        return self._leaf_accumulator()
+
+    def _leaf_accumulator(self):
         acc = self._acc() if self._acc is not None else None
         if acc is None:
             from .node import AccumulateGrad
@@ -219,6 +240,8 @@ class Tensor:
         from .node import RemovableHandle
         if not self._requires_grad:
             raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None and self._view is not None:
+            self._check_view()
         if self.grad_fn is not None and self.grad_fn.multi_output:
             hooks = self.grad_fn.hooks_of(self.output_nr)
         elif self.grad_fn is not None:
@@ -260,6 +283,15 @@ class Tensor:
         self.grad_fn = None
         self._requires_grad = False
         return self
+
+    def __getattr__(self, name):
+        """Reached only for an attribute that is not set: the ``grad_fn`` of a view whose base
+        changed in place since it was last read (views._refresh_views empties it), made now, as
+        torch's VariableHooks::grad_fn does; nothing else is ever unset."""
+        if name == "grad_fn" and self._view is not None:
+            from .views import regenerate
+            return regenerate(self)
+        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
 
     @property
     def _base(self):
@@ -311,6 +343,9 @@ class Tensor:
                 raise AutogradError(INFERENCE_INPLACE)
         else:
             self._vc[0] += 1
+            hook = ON_BUMP[0]
+            if hook is not None:
+                hook(self)
 
     def _version_now(self) -> int:
         """The version counter's value (torch's ``t._version``)."""
@@ -402,10 +437,16 @@ class Tensor:
     def __repr__(self) -> str:
         from .tensor_str import format_tensor
         from .legacy import repr_prefix  # "Parameter containing:" for an nn.Parameter
+        grad_fn = None if self.grad_fn is None else self.grad_fn.name_for_repr()
+        if grad_fn is None and self._view is not None:
+            try:
+                self._check_view()
+            except AutogradError:
+                grad_fn = "Invalid"  # torch's repr of a view whose grad_fn cannot be read
         return repr_prefix(self) + format_tensor(
             self._backend.to_host(self._data), dtype=self.dtype.name, precision=PRINT_OPTIONS.precision,
-            requires_grad=self._requires_grad and self.grad_fn is None,
-            grad_fn=None if self.grad_fn is None else self.grad_fn.name_for_repr(),
+            requires_grad=self._requires_grad and grad_fn is None,
+            grad_fn=grad_fn,
             device=self._backend.name if self._backend.device_type == "cuda" else "cpu",
             default_float=_dt.DEFAULTS.float.name)
 

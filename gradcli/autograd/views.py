@@ -10,9 +10,23 @@ op's node ``fn`` (recorded on the view as it was) is wrapped in a ``CopySlices``
 that becomes the base's ``grad_fn``; its first edge is the base's old gradient
 edge, the others ``fn``'s. Every live view of the base (the modified one
 included) then gets a fresh ``AsStridedBackward0`` leading to the base's new
-``grad_fn``, as torch regenerates a view's ``grad_fn`` once its base's version
-moved. torch does that lazily when ``grad_fn`` is read; here it is done eagerly
-for the views still alive (a weak set per base), which shows the same graph.
+``grad_fn`` when its ``grad_fn`` is next read, as torch's VariableHooks::grad_fn
+regenerates it: the live views (a weak set per base) have their ``grad_fn`` slot
+emptied, the old node kept in ``ViewInfo.stale`` until then (it lives on as in
+torch, which a later "modified by an inplace operation" error may name), and
+``Tensor.__getattr__``, reached only for an unset attribute, calls
+:func:`regenerate`. A set slot costs the hot path nothing.
+
+Views made by a function returning several views (unbind, split) or made under
+no_grad (torch's MULTI_OUTPUT_NODE and NO_GRAD_MODE creation metas) get no new
+history: once their version moved, reading their ``grad_fn`` raises torch's
+"its base or another view of its base has been modified inplace". ``grad_fn``
+is a plain attribute (read on every recorded op), so such a view's is set to
+None when the version moves (the old node kept in ``ViewInfo.stale``): every use
+then goes through ``Tensor._accumulator`` (``x.grad_fn or x._accumulator()``),
+which calls :func:`view_edge` here, as do ``is_leaf`` and the language's
+``.grad_fn``. A view made under no_grad of a tensor that requires grad requires
+grad itself (``derived``) but has no gradient edge, as in torch.
 """
 
 from __future__ import annotations
@@ -23,6 +37,7 @@ import weakref
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
 from .node import EDGE_NRS, Node, _FREED, _sequence
+from . import tensor as _tensor_module
 from .tensor import Tensor
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -42,10 +57,14 @@ DETACH_VIEW = ("Can't detach views in-place. Use detach() instead. If you are us
 class ViewInfo:
     """What a view knows of its base: the root tensor, the view ops from it, how it was made.
     ``output_nr``: which output of its grad_fn the view is (``unbind``'s rows: their index);
-    ``multi``: made by a function that returns several views, or a view of such a view (torch's
-    MULTI_OUTPUT_NODE creation meta), which may not be modified in place while grad mode is on."""
+    ``no_grad``/``multi``: torch's creation meta NO_GRAD_MODE (made under no_grad; ``inference``
+    too for INFERENCE_MODE) or MULTI_OUTPUT_NODE (made by a function that returns several views),
+    inherited by views of the view; such a view may not be modified in place while grad mode is on, nor used once its base
+    was. ``version``: the version counter's value when it was made; ``stale``: its grad_fn before
+    the version moved; ``derived``: made under no_grad of a tensor that requires grad, so it
+    requires grad too, with no gradient edge (until ``requires_grad_(True)``)."""
 
-    __slots__ = ("base", "chain", "no_grad", "output_nr", "multi")
+    __slots__ = ("base", "chain", "no_grad", "output_nr", "multi", "inference", "version", "stale", "derived")
 
     def __init__(self, base, chain, no_grad, output_nr=0, multi=False):
         self.base = base
@@ -53,6 +72,10 @@ class ViewInfo:
         self.no_grad = no_grad
         self.output_nr = output_nr
         self.multi = multi
+        self.inference = False
+        self.version = 0
+        self.stale = None
+        self.derived = False
 
 
 # Live views of each root base, for regenerating their grad_fn after an in-place change:
@@ -81,22 +104,35 @@ def _live_views(root):
     return [t for t in (r() for r in entry[1]) if t is not None]
 
 
-def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0) -> Tensor:
+def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
     """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
     ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views."""
     if out is input:
         return out
     info = input._view
     if info.__class__ is ViewInfo:
-        root, chain, no_grad, multi = info.base, info.chain, info.no_grad, info.multi
+        root, chain, meta = info.base, info.chain, (info.no_grad, info.multi, info.inference)
     else:
-        root, chain, no_grad, multi = input, (), False, False
+        root, chain, meta = input, (), (False, False, False)
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
     out._vc = vc
-    no_grad = no_grad or (not _GRAD.enabled and input._requires_grad)
-    out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), no_grad, output_nr, multi)
+    if not meta[2]:  # torch's propagate_creation_meta: a new meta other than DEFAULT wins, but INFERENCE stays
+        if _GRAD.inference:
+            meta = (True, False, True)
+        elif not _GRAD.enabled:
+            meta = (True, False, False)
+        elif multi:
+            meta = (False, True, False)
+    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
+        output_nr = 0
+    view = out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), meta[0], output_nr,
+                                meta[1])
+    view.inference = meta[2]
+    view.version = vc[0]
+    if out.grad_fn is None and input._requires_grad:  # made under no_grad: requires grad, no edge
+        out._requires_grad = view.derived = True
     _register(root, out)
     return out
 
@@ -104,14 +140,36 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0) -> 
 def multi_view(out: Tensor, input: Tensor, cls, attrs, output_nr: int) -> Tensor:
     """``out`` is output ``output_nr`` of a function returning several views of ``input`` (unbind,
     split); ``cls``/``attrs``: the single-view op that makes the same view (for CopySlices)."""
-    make_view(out, input, cls, attrs, output_nr)
-    out._view.multi = True
-    return out
+    return make_view(out, input, cls, attrs, output_nr, multi=True)
 
 
-MULTI_VIEW = ("Output {} of {} is a view and is being modified inplace. This view is the output of a function "
-              "that returns multiple views. Such functions do not allow the output views to be modified "
-              "inplace. You should replace the inplace operation by an out-of-place one.")
+MULTI_SUFFIX = (" This view is the output of a function that returns multiple views. Such functions do not allow "
+                "the output views to be modified inplace. You should replace the inplace operation by an "
+                "out-of-place one.")
+NO_GRAD_SUFFIX = NO_GRAD_VIEW[NO_GRAD_VIEW.index(" Given"):]
+INFERENCE_SUFFIX = NO_GRAD_SUFFIX.replace("no_grad block", "inference_mode block")
+
+
+def rebase_error(t: Tensor, indirect: bool) -> AutogradError:
+    """torch's handle_view_on_rebase: why the history of ``t`` (a view made under no_grad or by a
+    function returning several views) cannot be rebased; ``indirect``: its base or another view
+    of it was modified, not ``t`` itself."""
+    info = t._view
+    node = t.grad_fn or info.stale
+    what = "its base or another view of its base has been" if indirect else "is being"
+    if info.no_grad or node is None:
+        prefix = "A view was created in" if node is None else \
+            f"Output {info.output_nr} of {_short(node)} is a view of a view which was created in"
+        msg = f"{prefix} inference mode and {what} modified inplace in normal mode." if info.inference else \
+            f"{prefix} no_grad mode and {what} modified inplace with grad mode enabled."
+    else:
+        msg = f"Output {info.output_nr} of {_short(node)} is a view and {what} modified inplace."
+    suffix = MULTI_SUFFIX if info.multi else INFERENCE_SUFFIX if info.inference else NO_GRAD_SUFFIX
+    return AutogradError(msg + suffix)
+
+
+def _short(node) -> str:
+    return re.sub(r"Backward\d*$", "", node.name())
 
 
 def base_of(t: Tensor):
@@ -126,10 +184,8 @@ def check_inplace(t: Tensor) -> None:
     info = t._view
     if info.__class__ is ViewInfo:
         if _GRAD.enabled:
-            if info.no_grad:
-                raise AutogradError(NO_GRAD_VIEW)
-            if info.multi and t.grad_fn is not None:
-                raise AutogradError(MULTI_VIEW.format(info.output_nr, re.sub(r"Backward\d*$", "", t.grad_fn.name())))
+            if (info.no_grad or info.multi) and t._requires_grad:
+                raise rebase_error(t, indirect=False)
             base = info.base
             if base._requires_grad and base.grad_fn is None:
                 raise AutogradError(LEAF_VIEW)
@@ -174,27 +230,116 @@ def rebase(t: Tensor, fn) -> None:
     base.grad_fn = copy
     base._requires_grad = True
     _refresh_views(base)
+    t.grad_fn  # noqa: B018 - torch's rebase_history reads it: the modified view's new node, now
 
 
-def _move_retain(t: Tensor, node) -> None:
-    """torch moves a tensor's retain_grad to its new grad_fn when it is changed in place."""
-    if t._retains_grad and t.grad_fn is not None:
+def _move_retain(t: Tensor, node, old=False) -> None:
+    """torch moves a tensor's retain_grad to its new grad_fn (``old``: its grad_fn until now)."""
+    if old is False:
         old = t.grad_fn
+    if t._retains_grad and old is not None:
         if old._retain is not None and old._retain() is t:
             old._retain = None
         node._retain = weakref.ref(t)
 
 
+_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot itself: reading it never regenerates
+
+
 def _refresh_views(base: Tensor) -> None:
-    if base.grad_fn is None:
+    """The base's live views need a new history: those made by one view op under grad mode get a
+    fresh AsStridedBackward0 to the base's gradient edge when their grad_fn is next read (their
+    slot is emptied, the old node kept until then, as torch's view keeps it); the others are stale."""
+    if not base._requires_grad:
         return
     for view in _live_views(base):
-        node = AsStridedBackward0(base.grad_fn, view._view.chain, tuple(view._data.shape))
-        if view.grad_fn is not None:
-            _move_retain(view, node)
-        view.grad_fn = node
-        view._requires_grad = True
-        view._view.output_nr = 0
+        info = view._view
+        view._requires_grad = True  # it requires grad as its base does
+        if info.no_grad or info.multi:  # stale: raises when used
+            continue
+        try:
+            old = _GRAD_FN.__get__(view, Tensor)
+        except AttributeError:
+            continue  # already waiting for its next read, with its oldest node
+        info.stale = old
+        _GRAD_FN.__delete__(view)
+
+
+def regenerate(t: Tensor):
+    """``t.grad_fn`` read while unset (``Tensor.__getattr__``): a view whose base changed since it
+    was last read gets its AsStridedBackward0 now, as torch's VariableHooks::grad_fn does."""
+    info = t._view
+    base = info.base
+    node = AsStridedBackward0(base.grad_fn or base._accumulator(), info.chain, tuple(t._data.shape))
+    old, info.stale = info.stale, None
+    _move_retain(t, node, old)
+    t.grad_fn = node
+    info.output_nr = 0
+    return node
+
+
+def on_bump(t: Tensor) -> None:
+    """After ``t``'s version moved (an in-place change, in grad mode or not): the live views of its
+    root made under no_grad or by a multi-view function become stale (their grad_fn is put aside:
+    see the module's docstring); outside grad mode, where no in-place op rebases history, the
+    others get their fresh AsStridedBackward0 now, as torch gives them when next read."""
+    info = t._view
+    root = info.base if info.__class__ is ViewInfo else t
+    views = _live_views(root)
+    if not views:
+        return
+    for view in views:
+        info = view._view
+        if (info.no_grad or info.multi) and view.grad_fn is not None:
+            info.stale = view.grad_fn
+            view.grad_fn = None
+            view._requires_grad = True
+    if not _GRAD.enabled:
+        _refresh_views(root)
+
+
+def _is_stale(t: Tensor) -> bool:
+    """torch's VariableHooks::grad_fn test for a no_grad or multi-view view: its version moved
+    since it was made, and it had a history or its base requires grad."""
+    info = t._view
+    return (info.no_grad or info.multi) and t._vc[0] != info.version and \
+        (info.stale is not None or t.grad_fn is not None or info.base._requires_grad)
+
+
+def resolve(t: Tensor) -> None:
+    """What torch does on reading a view's grad_fn: raise if the view is stale (see ``_is_stale``)."""
+    if t._view.__class__ is ViewInfo and _is_stale(t):
+        raise rebase_error(t, indirect=True)
+
+
+def grad_fn_unreadable(t: Tensor) -> bool:
+    """Would reading ``t.grad_fn`` raise (torch's repr then shows ``grad_fn=<Invalid>``)?"""
+    return t._view.__class__ is ViewInfo and _is_stale(t)
+
+
+def edgeless(t: Tensor) -> bool:
+    """A tensor that requires grad with no grad_fn and no AccumulateGrad either: a view made under
+    no_grad (or a stale one): not a leaf whose gradient a check could compare."""
+    return t._view.__class__ is ViewInfo and (t._view.derived or _is_stale(t))
+
+
+def grad_fn_of(t: Tensor):
+    """``t.grad_fn`` as torch reads it (the language's ``.grad_fn``): a stale view raises."""
+    if t.grad_fn is None and t._view is not None:
+        resolve(t)
+    return t.grad_fn
+
+
+def view_edge(t: Tensor):
+    """The gradient edge of a view with no grad_fn that requires grad (``Tensor._accumulator`` of
+    a view): none for one made under no_grad (``derived``), its own AccumulateGrad after
+    ``requires_grad_(True)``; a stale one raises as torch does."""
+    if t._view.__class__ is not ViewInfo:  # detached in place
+        return t._leaf_accumulator()
+    resolve(t)
+    if t._view.derived:
+        return None
+    return t._leaf_accumulator()
 
 
 def refresh_after_data_change(t: Tensor) -> None:
@@ -261,9 +406,22 @@ class CopySlices(Node):
     """The base's grad_fn after an in-place op on one of its views (torch's ``CopySlices``):
     the base's gradient outside the view passes through; inside, the wrapped op's backward."""
 
-    __slots__ = ("fn", "_chain")
+    __slots__ = ("fn", "_chain", "_alive")
     input_names = ("self",)
     derivatives = (("self", "grad outside the view; fn's gradient inside it"),)
+
+    @property
+    def _live(self):
+        return self._alive
+
+    @_live.setter
+    def _live(self, value) -> None:
+        """Released after its backward (without retain_graph): torch's CopySlices::release_variables
+        drops ``fn`` too, and with it the nodes only ``fn`` led to (the first edge of an in-place op
+        on a view, whose name a later "modified by an inplace operation" error would otherwise give)."""
+        self._alive = value
+        if value is False:
+            self.fn = None
 
     def __init__(self, base_edge, fn, chain, base_shape):
         _init(self, (base_edge,) + tuple(fn._children()[1:]), live=True)
@@ -311,3 +469,6 @@ def _ones(region, F):
 
 def is_view(t: Tensor) -> bool:
     return t._view.__class__ is ViewInfo
+
+
+_tensor_module.ON_BUMP[0] = on_bump

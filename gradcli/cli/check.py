@@ -44,6 +44,7 @@ import sys
 from functools import lru_cache
 
 from ..autograd.tensor import Tensor
+from ..autograd.views import edgeless
 from ..errors import GradcliError, GradTypeError, LimitError, UsageError
 from ..lang.evaluator import Evaluator
 from ..lang.sandbox import BUILTINS, TENSOR_METHODS
@@ -165,7 +166,7 @@ class Checker(Tracer):
     def on_bind(self, name, value):
         super().on_bind(name, value)
         if value.__class__ is Tensor and value.grad_fn is None and id(value) not in self._seen:
-            if value._requires_grad:
+            if value._requires_grad and not edgeless(value):
                 self._add_leaf(name, value)
             elif id(value) not in self._named and value.dtype.is_floating_point:
                 self._named[id(value)] = (value, name)

@@ -100,7 +100,12 @@ def graph_of(tracer: Tracer, roots=()) -> list[GraphNode]:
         if t.grad_fn is not None:
             starts.append(t.grad_fn)
         elif t.requires_grad:  # a leaf: its AccumulateGrad alone
-            starts.append(t._accumulator())
+            edge = t._accumulator()
+            if edge is None:  # a view made under no_grad: it requires grad, with no gradient edge
+                what = f"--root {name}: {name}" if name else "the last value"
+                raise GradTypeError(f"{what} is a view made under no_grad: it requires grad but has no backward "
+                                    f"graph", hint=NO_GRAPH_HINT)
+            starts.append(edge)
         else:
             raise GradTypeError(f"--root {name}: {name} does not require grad, so it has no backward graph",
                                 hint=NO_GRAPH_HINT)

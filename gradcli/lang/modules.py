@@ -126,6 +126,7 @@ def _torch_members() -> dict:
     members.update(_DTYPE_NAMES)
     members.update(_NUMBERS)
     members["inference_mode"] = BuiltinRef("inference_mode", inference_mode)
+    members.update(_anomaly_members(("is_anomaly_enabled", "is_anomaly_check_nan_enabled")))
     members.update({"autograd": Module.of("torch.autograd"), "nn": Module.of("torch.nn"), "cuda": Module.of("torch.cuda")})
     return members
 
@@ -138,11 +139,19 @@ def _autograd_members() -> dict:
     from .sandbox import BUILTINS, registered_builtins
     registered_builtins()
     members = {"grad": BuiltinRef("grad", BUILTINS["grad"]), "backward": BuiltinRef("backward", BUILTINS["backward"])}
+    members.update(_anomaly_members())
     members.update(_ops_in("torch.autograd"))
     if "torch.autograd.functional" in registry.NAMESPACES:
         members["functional"] = Module.of("torch.autograd.functional")
     members["graph"] = Module.of("torch.autograd.graph")
     return members
+
+
+def _anomaly_members(names=("detect_anomaly", "set_detect_anomaly")) -> dict:
+    """Anomaly mode where torch has it: ``torch.autograd.detect_anomaly()`` and
+    ``set_detect_anomaly(mode)`` (a call, or a ``with`` block); ``torch.is_anomaly_enabled()``."""
+    from ..autograd import engine
+    return {name: BuiltinRef(name, getattr(engine, name)) for name in names}
 
 
 def _graph_members() -> dict:

@@ -21,6 +21,7 @@ from ..autograd.grad_mode import inference_mode, is_inference_mode_enabled
 from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
+from ..autograd.views import grad_fn_of
 from ..backend.dtypes import DTYPES, Size, dtype as _dtype
 from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
@@ -39,6 +40,7 @@ _TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "register_post_ac
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
                    "long")
 TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
+TENSOR_ATTRS["grad_fn"] = grad_fn_of  # a view whose base changed in place may refuse, as torch's
 TENSOR_METHODS: dict = {}  # filled from the op registry by registered_builtins()
 
 

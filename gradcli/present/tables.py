@@ -26,6 +26,15 @@ def next_functions_text(t) -> str:
     return repr(t.grad_fn.next_functions)
 
 
+def _unreadable(t) -> bool:
+    """A view whose grad_fn torch refuses to read (its base changed in place since unbind/split or
+    no_grad made it): shown as torch's repr shows it, ``grad_fn=<Invalid>``, and not a leaf."""
+    if t.grad_fn is not None or t._view is None:
+        return False
+    from ..autograd.views import grad_fn_unreadable
+    return grad_fn_unreadable(t)
+
+
 def tensor_text(t) -> str:
     """The repr of a tensor's values, without autograd suffixes (the ``data`` column)."""
     return repr(t.detach())
@@ -74,8 +83,8 @@ def variable_record(name: str, t, values: bool = True) -> dict:
         "dtype": t.dtype.name,
         "device": str(t.device),
         "requires_grad": t.requires_grad,
-        "is_leaf": t.is_leaf,
-        "grad_fn": node_name(t.grad_fn),
+        "is_leaf": t.grad_fn is None and not _unreadable(t),
+        "grad_fn": "Invalid" if _unreadable(t) else node_name(t.grad_fn),
         "next_functions": None if t.grad_fn is None else
         [[node_name(n), i] for n, i in t.grad_fn.next_functions],
         "data": json_values(t) if values else None,
@@ -307,8 +316,9 @@ _COLUMNS = (("name", "bold"), ("shape", ""), ("dtype", ""), ("requires_grad", ""
 
 
 def _cells(t, name: str) -> list[str]:
-    return [name, str(list(t.shape)), t.dtype.name, str(t.requires_grad), str(t.is_leaf),
-            repr(t.grad_fn) if t.grad_fn is not None else "None", next_functions_text(t),
+    invalid = _unreadable(t)
+    return [name, str(list(t.shape)), t.dtype.name, str(t.requires_grad), str(t.grad_fn is None and not invalid),
+            repr(t.grad_fn) if t.grad_fn is not None else "<Invalid>" if invalid else "None", next_functions_text(t),
             tensor_text(t), "None" if t._grad is None else tensor_text(t._grad)]
 
 

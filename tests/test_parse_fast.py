@@ -318,3 +318,19 @@ def test_a_terminal_that_starts_with_a_space_turns_the_fast_path_off():
                 TerminalDef("TABBED", PatternRE(r"\t\w"))):
         with pytest.raises(ValueError, match=bad.name):
             _check_spaces_start_nothing(spaces, [bad], 0)
+
+
+def test_the_fast_path_runs_on_a_parser_loaded_from_lark_s_cache(tmp_path, monkeypatch):
+    from gradcli.lang.fastpath import FastPath
+    from gradcli.lang.postlex import GradIndenter
+    monkeypatch.setenv("GRADCLI_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GRADCLI_NO_CACHE", raising=False)
+    fresh, _ = syntax._build_parser()  # analyses the grammar and writes the cache
+    cached, _ = syntax._build_parser()  # reads it
+    assert len(list(tmp_path.iterdir())) == 1
+    text = big_program(50) + "w = f(x, k=-2 ** 3)[0]\n"
+    trees = []
+    for lark in (fresh, cached):
+        del builder.PENDING_FIELDS[:]
+        trees.append(dump(FastPath(lark, GradIndenter()).parse(text)))
+    assert trees[0] == trees[1] == dump(lark_path(text))

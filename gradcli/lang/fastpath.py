@@ -7,7 +7,8 @@ callback). :class:`FastPath` does the same work in two tight loops:
 
 - the tokenizer: one compiled regular expression made of the grammar's terminals, in the order and
   with the patterns Lark's lexer uses for them (``BasicLexer`` of the parser's own
-  ``lexer_conf``), through ``finditer``; tokens are light tuples with a Lark token's fields;
+  ``lexer_conf``), matched at each position in turn, the ignored spaces skipped in the same
+  match; tokens are light tuples with a Lark token's fields;
 - the postlexer (:class:`~gradcli.lang.postlex.GradIndenter`, the same one as Lark's path);
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.

@@ -14,7 +14,8 @@ Anchors, in the same rounds (gradcli, then Python, then torch, round after round
   count where it fails is printed, and it is timed on two texts with the same terms that it
   does parse: the chain cut into statements of 1,000 terms (``s0 = ...``, ``s1 = ...``, then
   ``s = s0 + s1 + ...``), and one flat list (``s = sum([t1, t2, ...])``); gradcli parses both
-  too, so each ratio compares one text;
+  too, so each ratio compares one text; ast.parse is timed as Python runs it (collector on) and
+  with the collector paused, as gradcli's parser pauses it;
 - PyTorch (threads 1) runs the statements form (compiled beforehand; Python cannot compile the
   chain in one expression): eval, then backward; the gradients are checked against gradcli's.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import gc
 import io
 import statistics
 import sys
@@ -77,6 +79,16 @@ def timed(fn):
     t0 = time.perf_counter()
     value = fn()
     return time.perf_counter() - t0, value
+
+
+def timed_paused(fn):
+    """``timed`` with the cyclic collector paused, as gradcli's parser runs (ast.parse runs with
+    it on: on these texts most of its time is the collector's)."""
+    gc.disable()
+    try:
+        return timed(fn)
+    finally:
+        gc.enable()
 
 
 def gradcli_round(text: str) -> dict:
@@ -133,17 +145,20 @@ def run(kind: str, n: int, rounds: int, torch) -> None:
         py.append({
             "gradcli statements": timed(lambda: parser.parse(split))[0],
             "ast statements": timed(lambda: ast.parse(split))[0],
+            "ast statements paused": timed_paused(lambda: ast.parse(split))[0],
             "gradcli list": timed(lambda: parser.parse(flat))[0],
             "ast list": timed(lambda: ast.parse(flat))[0],
+            "ast list paused": timed_paused(lambda: ast.parse(flat))[0],
         })
         if torch:
             t.append(torch_round(torch, code))
     print("  gradcli (chain)      " + "  ".join(f"{k} {median(g, k):.3f} s" for k in
                                                ("parse", "eval", "backward", "end to end")))
     for form in ("statements", "list"):
-        gs, ps = median(py, f"gradcli {form}"), median(py, f"ast {form}")
-        print(f"  parse, {form:10}   gradcli {gs:.3f} s   ast.parse {ps:.3f} s   "
-              f"gradcli / ast.parse {gs / ps:.2f}x")
+        gs, ps, pp = (median(py, f"gradcli {form}"), median(py, f"ast {form}"),
+                      median(py, f"ast {form} paused"))
+        print(f"  parse, {form:10}   gradcli {gs:.3f} s   ast.parse {ps:.3f} s ({pp:.3f} s with the "
+              f"collector paused)   gradcli / ast.parse {gs / ps:.2f}x ({gs / pp:.2f}x)")
     if torch:
         te, tb = median(t, "eval"), median(t, "backward")
         ok = all(len(gr) == len(tr) and all(abs(a - b) <= 1e-4 * max(1.0, abs(b)) for a, b in zip(gr, tr))

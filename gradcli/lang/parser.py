@@ -24,6 +24,7 @@ single or double quoted, without prefixes (no ``r""``/``f""``); only decimal num
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from pathlib import Path
@@ -145,6 +146,27 @@ def _get_parser():
     return _parser
 
 
+# ------------------------------------------------------------------------------ the fast path
+
+# Texts from this length on are parsed by the fast path first (gradcli.lang.fastpath): below it,
+# building the fast path's tables (once a process) would cost more than it saves.
+FAST_PATH_MIN_CHARS = 20_000
+_fast: Any = None
+
+
+def _fast_parse(text: str):
+    """The program by the fast path, or None where it cannot tell (then Lark's path parses)."""
+    global _fast
+    if _fast is None:
+        from .fastpath import FastPath
+        from .postlex import GradIndenter
+        try:
+            _fast = FastPath(_get_parser(), GradIndenter())
+        except Exception:  # pragma: no cover - a lark without what the fast path reads
+            _fast = False
+    return _fast.parse(text) if _fast else None
+
+
 # ------------------------------------------------------------------------------ parse
 
 def _check_jumps(program) -> None:
@@ -212,8 +234,16 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     with _lock:
         from . import builder
         del builder.PENDING_FIELDS[:]
+        # The parse allocates a node or token per few characters and frees none of them: the
+        # cyclic collector, running on the allocations, would only traverse them (a third of the
+        # parse of a 100,000-term program). Paused, as the backward engine pauses it.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
-            program = parser.parse(text)
+            program = _fast_parse(text) if len(text) >= FAST_PATH_MIN_CHARS else None
+            if program is None:  # a short text, or the fast path could not tell: Lark's path
+                del builder.PENDING_FIELDS[:]
+                program = parser.parse(text)
             _parse_fields(parser, builder.PENDING_FIELDS)
             _check_jumps(program)
         except GradSyntaxError as exc:
@@ -236,6 +266,9 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
             program.source = source
             program.filename = filename
             return program
+        finally:
+            if collecting:
+                gc.enable()
     if err.line is None:
         err.line, err.column = 1, 1
     if err.hint is None:

@@ -1,0 +1,336 @@
+"""The parser's speed work (issue 16): one grammar rule for an arithmetic chain, whose tree the
+builder makes by precedence climbing, and the fast path (gradcli.lang.fastpath) that drives
+Lark's table with its own tokenizer. Both must change nothing a user sees: the trees (with every
+position) and every error message, line, column and hint are Lark's path's, which the tests here
+compare against (Python's own parser for precedence and associativity)."""
+
+from __future__ import annotations
+
+import ast as pyast
+import gc
+import random
+from pathlib import Path
+
+import pytest
+
+from gradcli.errors import GradSyntaxError, UsageError
+from gradcli.lang import builder
+from gradcli.lang import parser as syntax
+from gradcli.lang.ast import BinOp, Node, Num, UnaryOp, walk
+from gradcli.limits import LIMITS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def dump(node) -> list:
+    """Every node of a tree in pre-order: its class, fields and four positions (explicit stack)."""
+    out, stack = [], [node]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Node):
+            out.append((type(v).__name__, v.line, v.column, v.end_line, v.end_column))
+            for name in reversed(list(v._fields) + list(v._keyword_fields)):
+                if name not in ("source", "filename"):
+                    stack.append(getattr(v, name))
+        elif isinstance(v, (list, tuple)):
+            out.append(("[", len(v)))
+            stack.extend(reversed(v))
+        else:
+            out.append(repr(v))
+    return out
+
+
+def lark_path(text: str):
+    """The tree by Lark's own lexer and parser loop (the path every error is worded by)."""
+    del builder.PENDING_FIELDS[:]
+    return syntax._get_parser().parse(text)
+
+
+def fast_path(text: str):
+    """The tree by the fast path, or None where it declines."""
+    syntax._fast_parse("x\n")  # builds it
+    del builder.PENDING_FIELDS[:]
+    return syntax._fast.parse(text)
+
+
+def outcome(source: str):
+    try:
+        return "ok", dump(syntax.parse(source))
+    except GradSyntaxError as err:
+        return "error", err.message, err.line, err.column, err.hint
+
+
+def program_texts() -> list[str]:
+    texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "examples").glob("**/*.grad"))]
+    texts += [
+        "y = -x ** 2 * w + b @ c - d / 2 % 3 // 4\n",
+        "z = 2 ** -1 ** 2 * +3 - - -x\n",
+        "if a < b and not c or d is not None:\n    y = f(x, k=1)[0:2, ...].sum(dim=1)\nelse:\n    pass\n",
+        "for i, (a, b) in enumerate(zip(xs, ys)):\n    total += a * b  # comment\n\n\n",
+        "def f(x, y=2):\n    return lambda g: g * x ** y\n",
+        "s = f'{x!r:.4f} and {{braces}}' + \"\"\"doc\nstring\"\"\" + 'a\\tb'\n",
+        "x = [i * 2 for i in range(3) if i > 0]; d = {'a': 1, 'b': [1, 2]}\n",
+        "w = (1 +\n     2) \\\n    * 3\n",
+        "with torch.no_grad() as g:\n    w -= 0.1 * w.grad\n",
+        "from torch import ones as o, zeros\nimport torch.nn.functional as F\nassert x.shape == (2, 2), 'm'\n",
+        "x = 1_000 + 1. + .5 + 1e-3 + 2.5E+10\ndel x\n",
+        "@torch.no_grad()\ndef g():\n    while True:\n        break\n",
+    ]
+    return texts
+
+
+# ------------------------------------------------------------------------------ precedence climbing
+
+def py_shape(node):
+    """Python's tree of an arithmetic expression, as (op, left, right) / (sign, operand) / leaf."""
+    ops = {pyast.Add: "+", pyast.Sub: "-", pyast.Mult: "*", pyast.Div: "/", pyast.MatMult: "@",
+           pyast.Mod: "%", pyast.FloorDiv: "//", pyast.Pow: "**", pyast.USub: "-", pyast.UAdd: "+",
+           pyast.Lt: "<", pyast.Eq: "=="}
+    if isinstance(node, pyast.BinOp):
+        return (ops[type(node.op)], py_shape(node.left), py_shape(node.right))
+    if isinstance(node, pyast.UnaryOp):
+        return (ops[type(node.op)], py_shape(node.operand))
+    if isinstance(node, pyast.Compare):
+        return (ops[type(node.ops[0])], py_shape(node.left), py_shape(node.comparators[0]))
+    if isinstance(node, pyast.Name):
+        return node.id
+    return node.value
+
+
+def grad_shape(node):
+    if isinstance(node, BinOp) or type(node).__name__ == "Compare":
+        return (node.op, grad_shape(node.left), grad_shape(node.right))
+    if isinstance(node, UnaryOp):
+        return (node.op, grad_shape(node.operand))
+    return node.id if hasattr(node, "id") else node.value
+
+
+def random_expression(rnd: random.Random, depth: int = 0) -> str:
+    parts = []
+    for i in range(rnd.randint(1, 7)):
+        if i:
+            parts.append(rnd.choice(["+", "-", "*", "/", "@", "%", "//", "**"]))
+        signs = "".join(rnd.choice("-+") for _ in range(rnd.choice([0, 0, 0, 1, 2])))
+        atom = rnd.choice(["a", "b", "c", "1", "2"])
+        if depth < 2 and rnd.random() < 0.2:
+            atom = "(" + random_expression(rnd, depth + 1) + ")"
+        parts.append(signs + atom)
+    text = " ".join(parts)
+    if depth == 0 and rnd.random() < 0.2:
+        text += rnd.choice([" < ", " == "]) + random_expression(rnd, 1)
+    return text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_arithmetic_chains_have_pythons_precedence_and_associativity(seed):
+    rnd = random.Random(seed)
+    for _ in range(300):
+        text = random_expression(rnd)
+        expected = py_shape(pyast.parse(text, mode="eval").body)
+        assert grad_shape(syntax.parse(text).body[0].value) == expected, text
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("-x**2", ("-", ("**", "x", 2))),
+    ("a - b - c", ("-", ("-", "a", "b"), "c")),
+    ("a @ b * c", ("*", ("@", "a", "b"), "c")),
+    ("2 ** -1", ("**", 2, ("-", 1))),
+    ("a ** b ** c", ("**", "a", ("**", "b", "c"))),
+    ("-a * b", ("*", ("-", "a"), "b")),
+    ("2 ** -1 ** 2 * 3", ("*", ("**", 2, ("-", ("**", 1, 2))), 3)),
+    ("a + b * c ** -d // e", ("+", "a", ("//", ("*", "b", ("**", "c", ("-", "d"))), "e"))),
+    ("- + -x", ("-", ("+", ("-", "x")))),
+])
+def test_the_cases_named_in_the_grammar(text, expected):
+    assert grad_shape(syntax.parse(text).body[0].value) == expected
+
+
+def test_chain_nodes_span_their_operands_and_signs():
+    # columns:  1234567890123456
+    value = syntax.parse("y = -x ** 2 * w + 3").body[0].value
+    assert (value.op, value.column, value.end_column) == ("+", 5, 20)
+    product = value.left
+    assert (product.op, product.column, product.end_column) == ("*", 5, 16)
+    neg = product.left
+    assert isinstance(neg, UnaryOp) and (neg.column, neg.end_column) == (5, 12)
+    power = neg.operand
+    assert (power.op, power.column, power.end_column) == ("**", 6, 12)
+    assert isinstance(value.right, Num) and (value.right.column, value.right.end_column) == (19, 20)
+
+
+def test_a_chain_costs_one_reduction_per_operator():
+    """What the flat rule is for: the old levels (sum, product, factor, power, atom) are gone,
+    and `x * 1.5 + y` reduces once per operand and once per operator, plus the chain."""
+    grammar = syntax.grammar_text()
+    for level in ("?sum:", "?product:", "!?factor:", "?power:", "!?atom:"):
+        assert level not in grammar
+    rules = [r for r in syntax._get_parser().rules if r.origin.name.startswith("__arith")]
+    assert rules and all(len(r.expansion) <= 4 for r in rules)
+
+
+# ------------------------------------------------------------------------------ the fast path
+
+@pytest.mark.parametrize("index", range(len(program_texts())))
+def test_the_fast_path_builds_lark_paths_tree(index):
+    text = program_texts()[index]
+    text = text if text.endswith("\n") else text + "\n"
+    expected = dump(lark_path(text))
+    fast = fast_path(text)
+    assert fast is not None, text
+    assert dump(fast) == expected
+
+
+def test_the_fast_path_agrees_on_random_programs():
+    rnd = random.Random(16)
+    for _ in range(200):
+        lines = [f"v{i} = {random_expression(rnd)}" for i in range(rnd.randint(1, 4))]
+        text = "\n".join(lines) + "\n"
+        assert dump(fast_path(text)) == dump(lark_path(text)), text
+
+
+@pytest.mark.parametrize("text", [
+    "x = (1 +\n",            # never closed
+    "x = 1 +\n",              # an operator with nothing after it
+    "y = a < b < c\n",        # chained comparison
+    "x = 1 $ 2\n",            # a character no terminal matches
+    "  x = 1\n",              # unexpected indent
+    "class A: pass\n",        # a Python keyword the language lacks
+    "f(a=1, a=2)\n",          # an error from the AST builder
+    "x = 'abc\n",             # unterminated string
+    "if x:\ny = 1\n",         # expected an indented block
+])
+def test_the_fast_path_declines_every_error(text):
+    assert fast_path(text) is None
+
+
+def test_the_fast_path_declines_what_only_the_contextual_lexer_reads():
+    """After a name, Lark's contextual lexer tries only what may follow one, so `isnot` is read
+    as `is not` (and `inplace` as `in place`). The fast path reads names: it declines, and Lark's
+    path gives its tree as ever."""
+    assert fast_path("x isnot y\n") is None
+    long = "z = " + " + ".join(["x"] * 6000) + "\nw = x isnot y\n"
+    assert len(long) > syntax.FAST_PATH_MIN_CHARS
+    assert syntax.parse(long).body[1].value.op == "is not"
+
+
+def big_program(terms: int) -> str:
+    cycle = ["x * 1.5", "sin(x)", "y / 2", "x * y", "exp(y) * 0.5", "(x - y) * 2"]
+    return "z = " + " + ".join(cycle[i % 6] for i in range(terms)) + "\n"
+
+
+@pytest.mark.parametrize("error, where", [
+    ("$", "middle"), (")", "end"), ("+", "end"), ("if", "middle"), ("'", "end"), ("< y < x", "end"),
+    ("(", "middle"), ("\n  w = 1", "end"), ("\nbreak", "end"), ("\nprint(f'{x +}')", "end"),
+])
+def test_long_programs_keep_every_error_exactly(monkeypatch, error, where):
+    """A long program goes to the fast path first; whatever its error, parse() raises what
+    Lark's path raises: the same message, line, column and hint."""
+    body = big_program(4000)
+    if where == "middle":  # after a "+" half-way, between two terms
+        at = body.index(" + ", len(body) // 2) + 3
+        text = body[:at] + error + " " + body[at:]
+    else:
+        text = body[:-1] + error
+    assert len(text) > syntax.FAST_PATH_MIN_CHARS
+    with_fast = outcome(text)
+    assert with_fast[0] == "error"
+    monkeypatch.setattr(syntax, "FAST_PATH_MIN_CHARS", 10 ** 12)
+    assert with_fast == outcome(text)
+
+
+def test_long_programs_take_the_fast_path(monkeypatch):
+    real = syntax._get_parser()
+    calls = []
+
+    class Spy:  # Lark's parser, counting its parses
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def parse(self, text, *args, **kwargs):
+            calls.append(len(text))
+            return real.parse(text, *args, **kwargs)
+
+    syntax._fast_parse("x\n")
+    monkeypatch.setattr(syntax, "_parser", Spy())
+    program = syntax.parse(big_program(3000))
+    assert calls == [] and len(program.body) == 1
+    syntax.parse("y = x * 2\n")  # short: Lark's path
+    assert calls == [len("y = x * 2\n")]
+    syntax.parse(big_program(3000) + "w = x isnot y\n")  # declined: Lark's path
+    assert len(calls) == 2
+
+
+def test_a_100k_term_mixed_program():
+    terms = 100_000
+    text = big_program(terms)
+    program = syntax.parse(text)
+    # nodes per term of the cycle: x * 1.5 (3), sin(x) (3), y / 2 (3), x * y (3),
+    # exp(y) * 0.5 (5), (x - y) * 2 (5); then the 99,999 sums, the program, the assignment, z
+    per_term = [3, 3, 3, 3, 5, 5]
+    expected = sum(per_term[i % 6] for i in range(terms)) + (terms - 1) + 3
+    assert sum(1 for _ in walk(program)) == expected
+    top = program.body[0].value
+    assert isinstance(top, BinOp) and top.op == "+" and (top.column, top.end_column) == (5, len(text))
+    last = top.right  # term 99,999: x * y
+    assert (last.op, last.left.id, last.right.id) == ("*", "x", "y")
+    assert (last.column, last.end_column) == (len(text) - 5, len(text))
+    assert top.left.left.right.func.id == "sin"  # term 99,997: sin(x)
+
+
+def test_the_collector_is_paused_only_while_parsing():
+    assert gc.isenabled()
+    syntax.parse(big_program(10))
+    assert gc.isenabled()
+    with pytest.raises(GradSyntaxError):
+        syntax.parse("x = (")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        syntax.parse(big_program(10))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_limits_raised_on_the_fast_path_are_the_limits(monkeypatch):
+    """--max-statements is counted by the postlexer while parsing: the fast path lets its
+    error through as it is."""
+    text = "x = 1\n" * 5000
+    monkeypatch.setattr(LIMITS, "max_statements", 100)
+    with pytest.raises(UsageError) as fast:
+        syntax.parse(text)
+    monkeypatch.setattr(syntax, "FAST_PATH_MIN_CHARS", 10 ** 12)
+    with pytest.raises(UsageError) as lark:
+        syntax.parse(text)
+    assert str(fast.value) == str(lark.value) == "the program has more than 100 statements, over the limit of 100"
+
+
+def test_a_terminal_that_starts_with_a_space_turns_the_fast_path_off():
+    from lark.lexer import PatternRE, PatternStr, TerminalDef
+
+    from gradcli.lang.fastpath import _check_spaces_start_nothing
+    spaces = [TerminalDef("WS", PatternRE(r"[\t \f]+"))]
+    _check_spaces_start_nothing(spaces, [TerminalDef("NAME", PatternRE(r"\w+")),
+                                         TerminalDef("PLUS", PatternStr("+"))], 0)
+    for bad in (TerminalDef("ARROW", PatternStr(" ->")), TerminalDef("PAD", PatternRE(r"\s*=")),
+                TerminalDef("TABBED", PatternRE(r"\t\w"))):
+        with pytest.raises(ValueError, match=bad.name):
+            _check_spaces_start_nothing(spaces, [bad], 0)
+
+
+def test_the_fast_path_runs_on_a_parser_loaded_from_lark_s_cache(tmp_path, monkeypatch):
+    from gradcli.lang.fastpath import FastPath
+    from gradcli.lang.postlex import GradIndenter
+    monkeypatch.setenv("GRADCLI_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GRADCLI_NO_CACHE", raising=False)
+    fresh, _ = syntax._build_parser()  # analyses the grammar and writes the cache
+    cached, _ = syntax._build_parser()  # reads it
+    assert len(list(tmp_path.iterdir())) == 1
+    text = big_program(50) + "w = f(x, k=-2 ** 3)[0]\n"
+    trees = []
+    for lark in (fresh, cached):
+        del builder.PENDING_FIELDS[:]
+        trees.append(dump(FastPath(lark, GradIndenter()).parse(text)))
+    assert trees[0] == trees[1] == dump(lark_path(text))

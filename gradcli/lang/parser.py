@@ -31,7 +31,6 @@ from typing import Any
 from ..errors import GradcliError, GradSyntaxError
 # iter_child_nodes: also reached as parser.iter_child_nodes by the tests of parsed trees.
 from .ast import Program, iter_child_nodes  # noqa: F401
-from .syntax_errors import format_error_context, translate_error
 
 __all__ = ["parse", "grammar_text"]
 
@@ -228,6 +227,7 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
             orig = getattr(exc, "orig_exc", None)
             if isinstance(orig, GradcliError) and not isinstance(orig, GradSyntaxError):
                 raise orig from None
+            from .syntax_errors import translate_error  # only after a failed parse: not at start-up
             try:
                 err = translate_error(exc, parser, _indenter, text)
             except Exception:  # pragma: no cover - must never happen, but never leak
@@ -239,6 +239,7 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     if err.line is None:
         err.line, err.column = 1, 1
     if err.hint is None:
+        from .syntax_errors import format_error_context
         err.hint = format_error_context(text, err.line, err.column)
     raise err
 

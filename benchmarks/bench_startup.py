@@ -10,12 +10,16 @@ Two modes:
         recompile every module on every start and measure the compiler instead.
 
     python benchmarks/bench_startup.py --installed [--venv DIR] [--system-site-packages] [--rounds 15]
+                                       [--baseline-venv DIR2]
         as a user has it: a virtual environment (made once, in DIR, default
         ``~/.cache/gradcli-bench/startup-venv``) with this checkout installed by ``pip install .``
         (non-editable, byte code compiled; reinstalled on every run so that it is the current
         tree), its dependencies from the package registry, or from this interpreter's site
         with ``--system-site-packages``. The installed ``gradcli`` console script (not
         ``python -m``) is timed against that environment's ``python -c "import numpy"``.
+        ``--baseline-venv DIR2``: also time the ``gradcli`` already installed in DIR2 (say, from an
+        earlier commit: ``git archive REF | tar -x -C /tmp/old && python -m venv DIR2 &&
+        DIR2/bin/pip install /tmp/old``), interleaved in the same rounds: before and after in one run.
 
 Every command runs as a fresh process, interleaved round by round so that load on the machine
 hits all of them alike; the figures are medians of the rounds after one warm-up (which also fills
@@ -99,6 +103,17 @@ def installed_commands(venv: Path, system_site: bool) -> dict[str, list[str]]:
     }
 
 
+def baseline_commands(venv: Path) -> dict[str, list[str]]:
+    """The same commands from another environment's install, as it is (nothing reinstalled)."""
+    if not Path(_bin(venv, "gradcli")).exists():
+        raise SystemExit(f"no gradcli installed in {venv}")
+    return {
+        "baseline: import numpy": [_bin(venv, "python"), "-c", "import numpy"],
+        "baseline: gradcli eval seed": [_bin(venv, "gradcli"), "eval", "-f", str(SEED)],
+        "baseline: gradcli eval seed --json": [_bin(venv, "gradcli"), "eval", "-f", str(SEED), "--json"],
+    }
+
+
 def _clean_env() -> dict:
     """The environment for the installed mode: no PYTHONPATH (it would shadow the install)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -131,10 +146,10 @@ def measure(cmds: dict[str, list[str]], env: dict, cwd: Path, rounds: int) -> di
 def report(times: dict[str, tuple[list, list]]) -> None:
     base_wall = statistics.median(times["import numpy"][0])
     base_cpu = statistics.median(times["import numpy"][1])
-    print(f"{'command':28} {'wall s':>7} {'x numpy':>8} {'cpu s':>7} {'x numpy':>8}")
+    print(f"{'command':36} {'wall s':>7} {'x numpy':>8} {'cpu s':>7} {'x numpy':>8}")
     for name, (walls, cpus) in times.items():
         wall, cpu = statistics.median(walls), statistics.median(cpus)
-        print(f"{name:28} {wall:7.3f} {wall / base_wall:8.2f} {cpu:7.3f} {cpu / base_cpu:8.2f}")
+        print(f"{name:36} {wall:7.3f} {wall / base_wall:8.2f} {cpu:7.3f} {cpu / base_cpu:8.2f}")
     print(f"\nload average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, target in TARGETS.items():
         ratio = statistics.median(times[name][0]) / base_wall
@@ -150,10 +165,14 @@ def main() -> None:
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV, help=f"its directory (default {DEFAULT_VENV})")
     ap.add_argument("--system-site-packages", action="store_true",
                     help="a new venv takes the dependencies from this interpreter's site, not the registry")
+    ap.add_argument("--baseline-venv", type=Path,
+                    help="with --installed: also time the gradcli installed there, in the same rounds")
     args = ap.parse_args()
     if args.installed:
         # run outside the checkout, so that nothing in it shadows the install
         cmds, env, cwd = installed_commands(args.venv, args.system_site_packages), _clean_env(), args.venv
+        if args.baseline_venv:
+            cmds.update(baseline_commands(args.baseline_venv))
     else:
         cmds = source_commands()
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -2,7 +2,8 @@
 
 Importing typer and building its click command costs ~20 ms (and ~70 ms more where typer
 validates parameters through pydantic), more than evaluating a small program. Start-up is part
-of the product (the seed example must run within 2x ``python -c "import numpy"``), so
+of the product (issue 16: the seed example within 1.5x ``python -c "import numpy"``, 1.3x with
+``--json``; ``benchmarks/bench_startup.py --installed``), so
 :func:`main` first binds the command line itself from the option table in
 :mod:`gradcli.cli.commands`, the same table the typer application is built from.
 

@@ -12,15 +12,27 @@ As a library it keeps PyTorch's names::
 import sys as _sys
 
 
+def _as_command() -> bool:
+    """Whether this process is the ``gradcli`` command (the console script or ``python -m``)."""
+    argv = getattr(_sys, "orig_argv", None) or []
+    return argv[1:3] == ["-m", "gradcli"] or _sys.argv[0].endswith(("/gradcli", "\\gradcli", "gradcli.exe"))
+
+
+def _pause_gc_while_starting() -> None:
+    """Run as the command, the imports below (the op table: thousands of long-lived objects, and
+    then the language and lark) run with the cyclic garbage collector paused: collecting among
+    objects that all live to the end is pure cost (~10 ms of a start, more on a busy machine).
+    :func:`gradcli.cli.fast.resume_gc` turns it back on, and freezes what was imported, before
+    any program runs."""
+    import gc
+    gc.disable()
+
+
 def _quiet_ctrl_c_while_starting() -> None:
     """Run as the ``gradcli`` command, Ctrl-C during the imports below (a few hundred ms on a busy
     machine) ends the process with status 130 and, under ``--json``, one JSON document, instead
     of a KeyboardInterrupt traceback; :func:`gradcli.cli.fast.main` then takes SIGINT over. Imported
     as a library, nothing changes."""
-    argv = getattr(_sys, "orig_argv", None) or []
-    as_command = argv[1:3] == ["-m", "gradcli"] or _sys.argv[0].endswith(("/gradcli", "\\gradcli", "gradcli.exe"))
-    if not as_command:
-        return
     import os
     import _signal as signal  # the C module: ``signal`` imports enum and functools (~3 ms more window)
 
@@ -39,7 +51,9 @@ def _quiet_ctrl_c_while_starting() -> None:
         pass
 
 
-_quiet_ctrl_c_while_starting()
+if _as_command():
+    _quiet_ctrl_c_while_starting()
+    _pause_gc_while_starting()
 
 from ._version import __version__  # noqa: F401,E402
 

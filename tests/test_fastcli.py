@@ -72,3 +72,42 @@ def test_plain_eval_does_not_import_typer():
             "print(rc, 'typer' in sys.modules, 'pydantic' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["0", "False", "False"]
+
+
+_GC_PROBE = """
+import sys, gc, io, contextlib
+sys.argv = ["/venv/bin/gradcli"] + sys.argv[1:]   # as the console script sees itself
+import gradcli
+paused = not gc.isenabled()
+from gradcli.cli import commands, fast
+seen = []
+real_run = commands.run
+def spy(name, kwargs):
+    seen.append(gc.isenabled())
+    return real_run(name, kwargs)
+commands.run = spy
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        rc = fast.main()
+    except SystemExit as exc:  # typer's --help
+        rc = exc.code
+print(paused, seen, gc.isenabled(), rc)
+"""
+
+
+@pytest.mark.parametrize("argv, commands_seen, rc", [
+    (["eval", "y = mean(x)", "-g", "x=ones(2)", "--json"], "[True]", "0"),
+    (["ops", "--json"], "[True]", "0"),
+    (["eval", "--help"], "[]", "0"),
+])
+def test_start_up_pauses_the_collector_and_commands_run_with_it_on(argv, commands_seen, rc):
+    """Run as the command, the imports run with the cyclic GC paused; every command (the fast
+    path's or typer's) runs with it back on, and it stays on."""
+    out = subprocess.run([sys.executable, "-c", _GC_PROBE, *argv], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", commands_seen, "True", rc]
+
+
+def test_library_import_leaves_the_collector_alone():
+    code = "import gc, gradcli; from gradcli.cli.fast import main; print(gc.isenabled())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True"]

@@ -153,6 +153,22 @@ def test_a_formula_in_a_traceback_names_its_node_and_input():
     assert "grad * self.no_such_member" in text
 
 
+def test_formulas_are_compiled_on_first_use_and_checked_at_declaration(isolated_registry):
+    """Start-up: a node class's formulas become functions when first read (then a plain class
+    attribute); a formula that is not an expression still fails where it is declared."""
+    Lazy = define_node("LazyFormulaBackward0", inputs=("self", "other"), forward=lambda xp, a, b: a * b,
+                       self="grad * other")
+    assert isinstance(Lazy.__dict__["formulas"], node_module._Formulas)
+    x = gc.tensor([1.0, 2.0], requires_grad=True)
+    apply(Lazy, (x, gc.tensor([3.0, 4.0]))).sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0]
+    formulas = Lazy.__dict__["formulas"]
+    assert formulas.__class__ is tuple and formulas[1] is None
+    assert formulas[0].__name__ == "LazyFormulaBackward0.self" and Lazy.formulas is formulas
+    with pytest.raises(SyntaxError):
+        define_node("BrokenFormulaBackward0", self="grad *")
+
+
 def test_nothing_in_the_package_is_generated_with_exec():
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

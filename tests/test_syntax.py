@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -520,7 +521,7 @@ def test_grammar_is_lalr_without_conflicts(caplog):
         lark.logger.setLevel(old)
     assert not [r for r in caplog.records if "conflict" in r.getMessage().lower()]
     assert parser.options.parser == "lalr" and parser.options.lexer == "contextual"
-    assert syntax.grammar_text() == (syntax._REPO_GRAMMAR).read_text(encoding="utf-8")
+    assert syntax.grammar_text() == Path(syntax._REPO_GRAMMAR).read_text(encoding="utf-8")
 
 
 def test_cache_is_used_and_never_stale(tmp_path, monkeypatch):

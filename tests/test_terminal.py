@@ -4,6 +4,7 @@ with its window size), colour rules (NO_COLOR, FORCE_COLOR, TERM=dumb), errors o
 from __future__ import annotations
 
 import fcntl
+import io
 import os
 import pty
 import re
@@ -13,6 +14,9 @@ import sys
 import termios
 
 import pytest
+from hypothesis import given, settings, strategies as st
+
+from gradcli.present import tables
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICK = "examples/seed3_quickstart.grad"
@@ -172,3 +176,19 @@ def test_a_deep_graph_tree_fits_the_width(columns):
     if columns == 60:
         assert any(line.endswith("(continued below)") for line in lines)
         assert any(re.fullmatch(r"#\d+ \S+.*  \[depth \d+\]", line) for line in lines)
+
+
+# Start-up: which columns fit is decided on one-row tables of each column's widest cell; that must
+# measure exactly as the whole table does (rich's own measurement, wide characters included).
+_CELL = st.text(alphabet=st.sampled_from("ab .-[]()01漢字é\u0301"), max_size=30)
+
+
+@given(st.lists(st.fixed_dictionaries({col: _CELL for col, _ in tables._COLUMNS}), min_size=1, max_size=6),
+       st.lists(st.sampled_from(tables._PRIORITY), min_size=1, max_size=8, unique=True))
+@settings(max_examples=60, deadline=None)
+def test_the_widest_cells_measure_as_the_whole_table(data, columns):
+    from rich.console import Console
+    console = Console(width=80, file=io.StringIO())
+    measure = tables._measuring_table(console, data)
+    assert tables.natural_width(console, measure(columns)) == \
+        tables.natural_width(console, tables.variables_table(data, columns))

@@ -9,41 +9,65 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 
 from ..errors import GradcliError, GradSyntaxError, UsageError
 
 
-@dataclass
-class Options:
-    source: str | None = None
-    file: str | None = None
-    leaves: list[str] = field(default_factory=list)
-    grads: list[str] = field(default_factory=list)
-    device: str = "cpu"
-    dtype: str = "float32"
-    seed: int | None = None
-    no_backward: bool = False
-    precision: int = 4
-    max_elements: int | None = None
-    max_program_size: int | None = None
-    max_statements: int | None = None
-    max_steps: int | None = None
-    max_depth: int | None = None
-    detect_anomaly: bool = False
-    timeout: float | None = None
-    max_memory: int | None = None
-    max_output: int | None = None
-    json: bool = False
-    debug: bool = False
-    of: str | None = None     # --of NAME: the value eval's auto-backward and check differentiate
-    wide: bool = False        # --wide: every column in one table
+class _Record:
+    """A plain record: keyword construction from ``_FIELDS`` and their defaults, ``repr`` and
+    ``==`` as a dataclass gives (a dataclass costs ~1 ms of start-up per class for nothing here)."""
+
+    __slots__ = ()
+    _FIELDS: dict = {}
+
+    def __init__(self, *args, **kwargs):
+        names = list(self._FIELDS)
+        if len(args) > len(names):
+            raise TypeError(f"{type(self).__name__}() takes {len(names)} arguments")
+        values = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in self._FIELDS or key in values:
+                raise TypeError(f"{type(self).__name__}() got an unexpected or repeated argument {key!r}")
+            values[key] = value
+        for name, default in self._FIELDS.items():
+            if name not in values:
+                if default is _REQUIRED:
+                    raise TypeError(f"{type(self).__name__}() missing argument {name!r}")
+                values[name] = list(default) if isinstance(default, list) else default
+            setattr(self, name, values[name])
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._FIELDS)
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._FIELDS)
+
+    __hash__ = None
 
 
-@dataclass
-class Source:
-    text: str
-    name: str
+_REQUIRED = object()
+
+
+class Options(_Record):
+    """A command's options, as bound from its command line."""
+
+    _FIELDS = dict(
+        source=None, file=None, leaves=[], grads=[], device="cpu", dtype="float32", seed=None,
+        no_backward=False, precision=4, max_elements=None, max_program_size=None, max_statements=None,
+        max_steps=None, max_depth=None, detect_anomaly=False, timeout=None, max_memory=None,
+        max_output=None, json=False, debug=False,
+        of=None,     # --of NAME: the value eval's auto-backward and check differentiate
+        wide=False,  # --wide: every column in one table
+    )
+    __slots__ = tuple(_FIELDS)
+
+
+class Source(_Record):
+    _FIELDS = dict(text=_REQUIRED, name=_REQUIRED)
+    __slots__ = tuple(_FIELDS)
 
 
 def read_source(opts: Options, stdin=None) -> Source:
@@ -210,13 +234,9 @@ def configure(opts: Options) -> None:
     creation.DEFAULT_DEVICE[0] = device
 
 
-@dataclass
-class Declaration:
-    name: str
-    node: object
-    requires_grad: bool
-    text: str
-    flag: str
+class Declaration(_Record):
+    _FIELDS = dict(name=_REQUIRED, node=_REQUIRED, requires_grad=_REQUIRED, text=_REQUIRED, flag=_REQUIRED)
+    __slots__ = tuple(_FIELDS)
 
 
 def parse_declarations(opts: Options) -> list[Declaration]:

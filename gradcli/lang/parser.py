@@ -27,33 +27,32 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from pathlib import Path
 from typing import Any
 
 from ..errors import GradcliError, GradSyntaxError
 # iter_child_nodes: also reached as parser.iter_child_nodes by the tests of parsed trees.
 from .ast import Program, iter_child_nodes  # noqa: F401
-from .syntax_errors import format_error_context, translate_error
 
 __all__ = ["parse", "grammar_text"]
 
 
 # ------------------------------------------------------------------------------ the grammar
 
-_PACKAGE_GRAMMAR = ("grammar", "gradcli.lark")                  # inside the installed wheel
-_REPO_GRAMMAR = Path(__file__).resolve().parents[2] / "grammar" / "gradcli.lark"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_GRAMMAR = os.path.join(os.path.dirname(_HERE), "grammar", "gradcli.lark")  # in the installed wheel
+_REPO_GRAMMAR = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "grammar", "gradcli.lark")
 
 
 def grammar_text() -> str:
-    """The grammar: from the installed package if present, else from the repository."""
+    """The grammar: from the installed package (``gradcli/grammar/``, where the wheel puts it) if
+    present, else from the repository. A plain file read: ``importlib.resources`` and ``pathlib``
+    cost ~5 ms of every start, and gradcli is never imported from a zip file."""
     try:
-        from importlib.resources import files
-        resource = files("gradcli").joinpath(_PACKAGE_GRAMMAR[0]).joinpath(_PACKAGE_GRAMMAR[1])
-        if resource.is_file():
-            return resource.read_text(encoding="utf-8")
-    except Exception:  # pragma: no cover - unusual loaders
-        pass
-    return _REPO_GRAMMAR.read_text(encoding="utf-8")
+        with open(_PACKAGE_GRAMMAR, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        with open(_REPO_GRAMMAR, encoding="utf-8") as f:
+            return f.read()
 
 
 # ------------------------------------------------------------------------------ the Lark parser (lazy, cached)
@@ -258,6 +257,7 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
             orig = getattr(exc, "orig_exc", None)
             if isinstance(orig, GradcliError) and not isinstance(orig, GradSyntaxError):
                 raise orig from None
+            from .syntax_errors import translate_error  # only after a failed parse: not at start-up
             try:
                 err = translate_error(exc, parser, _indenter, text)
             except Exception:  # pragma: no cover - must never happen, but never leak
@@ -272,6 +272,7 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     if err.line is None:
         err.line, err.column = 1, 1
     if err.hint is None:
+        from .syntax_errors import format_error_context
         err.hint = format_error_context(text, err.line, err.column)
     raise err
 

@@ -11,7 +11,6 @@ wrong argument into torch's message.
 
 from __future__ import annotations
 
-import difflib
 import math
 import operator
 
@@ -237,6 +236,7 @@ def suggest(name: str, candidates) -> str:
             near.append(c)
             if len(near) >= HINT_MAX_CANDIDATES:
                 break
+    import difflib  # only for a name that is not there: not at start-up
     close = difflib.get_close_matches(name, near, n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

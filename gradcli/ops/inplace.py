@@ -42,7 +42,8 @@ def inplace_variant(outplace, name: str):
         return input
     inplace.__name__ = inplace.__qualname__ = name
     inplace.__doc__ = f"In-place {outplace.__name__}: writes the result into the tensor (its version goes up)."
-    inplace.__signature__ = inspect.signature(outplace)  # what it takes is what the out-of-place op takes
+    inplace.__wrapped__ = outplace  # its signature is the out-of-place op's (inspect.signature follows
+    #                                 __wrapped__: read when asked, not at import for every variant)
     return inplace
 
 

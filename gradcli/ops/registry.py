@@ -170,7 +170,7 @@ def _with_numpy_names(fn, name):
     """torch's NumPy-style keyword aliases, ``axis=`` for ``dim=`` and ``keepdims=`` for
     ``keepdim=``, for an op with a ``dim`` parameter (its signature, shown by ``gradcli ops``,
     stays torch's own)."""
-    params = inspect.signature(fn).parameters
+    params = _parameter_names(fn)
     if "dim" not in params or "axis" in params or name in _NO_AXIS:
         return fn
 
@@ -184,6 +184,19 @@ def _with_numpy_names(fn, name):
                     kwargs[real] = kwargs.pop(alias)
         return fn(*args, **kwargs)
     return aliased
+
+
+def _parameter_names(fn) -> frozenset:
+    """The names of ``fn``'s parameters (those ``inspect.signature`` lists, in no order), read
+    from its code object where it has one: every op is registered at import, and building a
+    Signature for each cost ~3 ms of every start."""
+    fn = inspect.unwrap(fn, stop=lambda f: hasattr(f, "__signature__"))
+    code = getattr(fn, "__code__", None)
+    if code is None or hasattr(fn, "__signature__"):
+        return frozenset(inspect.signature(fn).parameters)
+    count = (code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS)
+             + bool(code.co_flags & inspect.CO_VARKEYWORDS))
+    return frozenset(code.co_varnames[:count])
 
 
 def _install_operator(info: Op, reflected, fast: bool) -> None:

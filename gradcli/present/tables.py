@@ -360,20 +360,10 @@ def print_table(result, file=None, title: str | None = None, wide: bool = False)
     if not data and not result.checks:
         return  # nothing to show: no empty table
 
-    def table(columns, with_title=True):
-        out = Table(box=box.SIMPLE_HEAVY, title=title if with_title else None, pad_edge=False)
-        for col, style in _COLUMNS:
-            if col == "name" or col in columns:
-                out.add_column(col, style=style or None, no_wrap=True)
-        for r in data:
-            out.add_row(*(Text(r[col], style=_grad_style(r[col]) if col == "grad" else "")
-                          for col, _ in _COLUMNS if col == "name" or col in columns))
-        return out
-
     if data:
-        groups = [list(_PRIORITY)] if wide else _pack(console, lambda cols: table(cols))
+        groups = [list(_PRIORITY)] if wide else _pack(console, _measuring_table(console, data))
         for k, cols in enumerate(groups):
-            fit_print(console, table(cols, k == 0))
+            fit_print(console, variables_table(data, cols, title if k == 0 else None))
     if result.checks:
         checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
         for col in ("line", "result", "message"):
@@ -387,6 +377,39 @@ def print_table(result, file=None, title: str | None = None, wide: bool = False)
 def _grad_style(text: str) -> str:
     """A gradient in green; a ``grad`` of None dim, not green like a real one."""
     return "dim" if text == "None" else "green"
+
+
+def variables_table(data: list[dict], columns, title: str | None = None):
+    """The rich table of the rows ``data`` (cell texts by column name): the name and ``columns``."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    out = Table(box=box.SIMPLE_HEAVY, title=title, pad_edge=False)
+    for col, style in _COLUMNS:
+        if col == "name" or col in columns:
+            out.add_column(col, style=style or None, no_wrap=True)
+    for r in data:
+        out.add_row(*(Text(r[col], style=_grad_style(r[col]) if col == "grad" else "")
+                      for col, _ in _COLUMNS if col == "name" or col in columns))
+    return out
+
+
+def _measuring_table(console, data: list[dict]):
+    """``make(columns)`` for :func:`_pack`: the table of those columns with one row, each cell the
+    widest of its column. A table's natural width is the sum of its columns' widest cells (and
+    rules and padding), so this one measures as the whole table would, while measuring every
+    cell of every candidate table cost more than the rest of a small run (~10 ms for the seed
+    example: eight columns tried, each try measuring all rows again). Each cell is measured once
+    here, by rich, as in the table."""
+    from rich.measure import Measurement
+    from rich.text import Text
+    options = console.options.update_width(1 << 20)
+    widest = {}
+    for col, _ in _COLUMNS:
+        cells = [r[col] for r in data]
+        widths = [Measurement.get(console, options, Text(c)).maximum for c in cells]
+        widest[col] = cells[widths.index(max(widths))]
+    return lambda cols: variables_table([widest], cols)
 
 
 def _pack(console, make) -> list[list[str]]:

@@ -38,7 +38,10 @@ def _quiet_ctrl_c_while_starting() -> None:
 
     def interrupted(signum, frame):
         if "--json" in _sys.argv:
-            version = getattr(_sys.modules.get("gradcli._version"), "__version__", None)
+            try:  # a one-line module; not yet imported when the Ctrl-C came during start-up
+                from ._version import __version__ as version
+            except BaseException:
+                version = None
             os.write(1, ('{"version": %s, "variables": [], "printed": [], "checks": [], "backward": "none", '
                          '"error": {"kind": "interrupted", "message": "interrupted", "line": null, "column": null}}\n'
                          % ("null" if version is None else '"%s"' % version)).encode())
@@ -47,7 +50,11 @@ def _quiet_ctrl_c_while_starting() -> None:
     try:
         if signal.getsignal(signal.SIGINT) != signal.SIG_IGN:  # ignored by the parent (`cmd &` in a
             signal.signal(signal.SIGINT, interrupted)         # script): stays ignored, as for Python
-    except ValueError:  # not the main thread
+            # Blocked by the parent (`env --block-signal=INT gradcli ...`: the one way to cover the
+            # interpreter's own start-up, SPEC §5): a Ctrl-C that arrived meanwhile is pending, and
+            # is taken here, now that the handler is in place.
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT,))
+    except (ValueError, AttributeError):  # not the main thread; no pthread_sigmask (Windows)
         pass
 
 

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from gradcli._version import __version__
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PRLIMIT = shutil.which("prlimit")
 
@@ -331,6 +333,25 @@ def test_a_sigint_the_parent_ignores_stays_ignored():
     out, err = p.communicate(timeout=120)
     assert (p.returncode, err) == (0, "")
     assert json.loads(out)["printed"] == ["1999999"]
+
+
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks on this platform")
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_a_sigint_held_back_by_the_parent_through_start_up_is_taken_at_once(json_flag):
+    # `env --block-signal=INT gradcli ...` (SPEC §5: the way to cover the interpreter's own start-up,
+    # which no Python package can): the Ctrl-C stays pending through CPython's start-up and gradcli
+    # takes it as soon as its handler is in place -- exit 130 before the program runs, not after it
+    p = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "print('ran')", *json_flag],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=ROOT,
+                         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+    p.send_signal(signal.SIGINT)  # at once: the process is still starting, with SIGINT blocked
+    out, err = p.communicate(timeout=120)
+    assert (p.returncode, err) == (130, "interrupted\n")
+    if json_flag:
+        doc = json.loads(out)
+        assert (doc["error"]["kind"], doc["version"]) == ("interrupted", __version__)
+    else:
+        assert out == ""
 
 
 # -- 10: terminal escapes ---------------------------------------------------------------------------

@@ -274,13 +274,22 @@ def _roots(tensors, grad_tensors, create_graph):
         raise GradTypeError(f"grad_tensors has {len(grad_tensors)} entries but there are "
                             f"{len(tensors)} tensors")
     roots = []
+    push = roots.append
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
+        if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"element {i} of tensors is not a Tensor")
         if not t._requires_grad:
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         g = None if grad_tensors is None else grad_tensors[i]
-        roots.append((_input_node(t), _root_grad(t, g, i, create_graph), t.output_nr))
+        node = t.grad_fn or t._accumulator()
+        nr = 0 if t._view is None else t.output_nr
+        if g.__class__ is Tensor and not create_graph:  # the usual seed (``backward(outs, ones)``), inlined
+            data = t._data
+            gd = g._data
+            if gd.shape == data.shape and g._backend is t._backend and gd.dtype == data.dtype:
+                push((node, gd, nr))
+                continue
+        push((node, _root_grad(t, g, i, create_graph), nr))
     return roots
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import DeviceError
+from .numpy_fast import NUMPY_NAMESPACE
 
 _NP_SCALAR = _np.generic
 
@@ -22,7 +23,7 @@ _NP_SCALAR = _np.generic
 class Backend:
     """An array namespace plus the operations the array API does not provide."""
 
-    __slots__ = ("name", "xp", "device_type", "index", "_dtypes", "native")
+    __slots__ = ("name", "xp", "device_type", "index", "_dtypes", "native", "is_numpy")
 
     def __init__(self, name: str, xp, device_type: str = "cpu", index: int | None = None):
         self.name = name               # "cpu", "cuda:0", "array_api_strict"
@@ -30,9 +31,10 @@ class Backend:
         self.device_type = device_type
         self.index = index
         self._dtypes = {}
+        self.is_numpy = xp is _np or xp is NUMPY_NAMESPACE  # arrays are NumPy's: on the host
         # NumPy and CuPy index with arrays and slices mixed, and have scatter-add; a bare
         # array-API namespace need not: those two go through the host there (correct, not fast)
-        self.native = xp is _np or device_type == "cuda"
+        self.native = self.is_numpy or device_type == "cuda"
 
     # -- dtypes ---------------------------------------------------------------
     def dtype(self, name: str):
@@ -60,14 +62,14 @@ class Backend:
         return array
 
     def to_host(self, array) -> _np.ndarray:
-        if self.xp is _np:
+        if self.is_numpy:
             return array
         if self.device_type == "cuda":
             return self.xp.asnumpy(array)
         return _np.asarray(_np.from_dlpack(array)) if hasattr(array, "__dlpack__") else _np.asarray(array)
 
     def from_host(self, array: _np.ndarray):
-        if self.xp is _np:
+        if self.is_numpy:
             return array
         return self.xp.asarray(array)
 
@@ -82,7 +84,7 @@ class Backend:
     def scatter_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating (index_put_ with accumulate)."""
         xp = self.xp
-        if xp is _np:
+        if self.is_numpy:
             _np.add.at(target, index, values)
         elif self.device_type == "cuda":
             import cupyx  # only reachable with CuPy present
@@ -165,7 +167,7 @@ def array_mean(xp, x, axis=None, keepdims=False):
     return xp.mean(x, axis=axis, keepdims=keepdims)
 
 
-NUMPY = Backend("cpu", _np)
+NUMPY = Backend("cpu", NUMPY_NAMESPACE)
 _cache: dict[str, Backend] = {"cpu": NUMPY}
 # True once a second backend exists: a graph may then span devices (x.cuda() records
 # ToCopyBackward0), so the engine picks the array math per node instead of once per walk.

@@ -168,11 +168,10 @@ class ArrayMath:
         return out
 
     def cat_slices(self, grad, dim, sizes):
+        lead = (slice(None),) * dim
         out, start = [], 0
         for size in sizes:
-            index = [slice(None)] * grad.ndim
-            index[dim] = slice(start, start + size)
-            out.append(grad[tuple(index)])
+            out.append(grad[lead + (slice(start, start + size),)])
             start += size
         return out
 

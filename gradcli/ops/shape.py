@@ -439,6 +439,9 @@ def _tensor_list(tensors, name):
 def _promoted(tensors):
     """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
     (None when all already share one)."""
+    dtype = tensors[0]._data.dtype
+    if all(t._data.dtype == dtype for t in tensors):  # one dtype: nothing to promote (the usual case)
+        return [t._data for t in tensors], None
     target = _dt.result_type([Tensor._make(t._backend.xp.reshape(t._data, (1,)) if t.ndim == 0 else t._data,
                                            t._backend) for t in tensors])
     if all(t.dtype.name == target for t in tensors):

@@ -21,6 +21,7 @@ from ..limits import TRACK_BYTES as _TRACK_BYTES, check_host_objects as _check_h
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
+_NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
 
 
 class _PrintOptions:
@@ -335,7 +336,13 @@ class Tensor:
 
     @property
     def dtype(self) -> _dt.dtype:
-        return _dt.DTYPES[self._backend.dtype_name(self._data)]
+        data = self._data
+        if data.__class__ is _ndarray_type:  # read by nearly every op: one lookup per NumPy dtype
+            found = _NUMPY_DTYPES.get(data.dtype)
+            if found is None:
+                found = _NUMPY_DTYPES[data.dtype] = _dt.DTYPES[self._backend.dtype_name(data)]
+            return found
+        return _dt.DTYPES[self._backend.dtype_name(data)]
 
     @property
     def device(self) -> _dt.device:

@@ -420,8 +420,9 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    dim = int(dim)
-    n = max(ndim, 1)
+    if dim.__class__ is not int:
+        dim = int(dim)
+    n = ndim if ndim > 1 else 1
     if not -n <= dim < n:
         raise DimensionError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

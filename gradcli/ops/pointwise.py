@@ -57,9 +57,24 @@ def _operands(a, b, name: str):
     return None
 
 
+_BROADCASTS: dict = {}  # (shape a, shape b) -> their broadcast shape, for shapes that broadcast
+
+
 def _check_broadcast(sa, sb) -> None:
     """Shapes must broadcast, and the result must fit the element limit (checked before numpy
-    allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted)."""
+    allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted). The shape
+    found is kept per pair of shapes (a program broadcasts the same few pairs again and again);
+    the limits, which may change, are checked every time."""
+    out = _BROADCASTS.get((sa, sb))
+    if out is None:
+        out = _broadcast_shape(sa, sb)
+        if len(_BROADCASTS) >= 4096:
+            _BROADCASTS.clear()
+        _BROADCASTS[(sa, sb)] = out
+    check_numel(out)
+
+
+def _broadcast_shape(sa, sb) -> tuple:
     for i in range(1, min(len(sa), len(sb)) + 1):
         x, y = sa[-i], sb[-i]
         if x != y and x != 1 and y != 1:
@@ -68,7 +83,7 @@ def _check_broadcast(sa, sb) -> None:
                              f"at non-singleton dimension {dim}")
     long, short = (sa, sb) if len(sa) >= len(sb) else (sb, sa)
     pad = len(long) - len(short)
-    check_numel([d if i < pad else max(d, short[i - pad]) for i, d in enumerate(long)])
+    return tuple(d if i < pad else max(d, short[i - pad]) for i, d in enumerate(long))
 
 
 def _binary(cls, a, b, attrs, name):

@@ -304,6 +304,8 @@ def _softmax(xp, x, dim):
 
 def dims(dim, ndim: int):
     """Normalise ``dim`` (int or sequence) to a sorted tuple of non-negative dims."""
+    if dim.__class__ is int:  # the usual ``x.sum(1)``
+        return (_wrap_dim(dim, ndim),)
     if isinstance(dim, (list, tuple)):
         out = tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
         if len(out) != len(dim):

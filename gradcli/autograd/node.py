@@ -525,10 +525,12 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
 
     ``edges`` are ``next_functions`` entries, ``(node or None, output_nr)`` per input."""
     node = object.__new__(cls)
-    children = tuple(e[0] for e in edges)
+    children = tuple([e[0] for e in edges])
     set_children(node, children)
-    if any(e[1] for e in edges):
-        EDGE_NRS[node] = tuple(e[1] for e in edges)
+    for e in edges:
+        if e[1]:
+            EDGE_NRS[node] = tuple([e[1] for e in edges])
+            break
     save, save_result = _save_plan(cls, children)
     _store_saved(node, inputs, save, out_data if save_result else None, save_result)
     node._attrs = attrs

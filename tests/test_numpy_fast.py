@@ -30,6 +30,11 @@ def _arrays():
 
 def _same(got, want):
     assert type(got) is type(want)
+    if isinstance(want, tuple):  # nonzero
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
     if isinstance(want, np.ndarray):
         assert got.dtype == want.dtype and got.shape == want.shape and got.strides == want.strides
         assert got.flags.writeable == want.flags.writeable
@@ -126,3 +131,29 @@ def test_reductions(key, name):
         _check(name, a, dtype=np.float64)
     _check(name, np.float32(2.5))
     _check(name, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_mean_argmax_argmin_nonzero(key):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1), tuple(range(a.ndim)), (0, 0), (0, -a.ndim), [0]]:
+        for keepdims in (False, True):
+            with np.errstate(all="ignore"):
+                _check("mean", a, axis=axis, keepdims=keepdims)
+            if not isinstance(axis, (tuple, list)):
+                _check("argmax", a, axis=axis, keepdims=keepdims)
+                _check("argmin", a, axis=axis, keepdims=keepdims)
+    _check("mean", a, dtype=np.float64)
+    _check("mean", a.astype(np.float16))
+    _check("nonzero", a)
+    _check("nonzero", [1, 0, 2])
+
+
+def test_mean_bit_exact_on_random_floats():
+    rng = np.random.default_rng(16)
+    for dtype in (np.float32, np.float64):
+        for shape in [(3,), (7, 5), (3, 11, 13), (1000,)]:
+            a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8)).astype(dtype)
+            for axis in [None, 0, -1, tuple(range(a.ndim))]:
+                _check("mean", a, axis=axis)
+                _check("mean", a, axis=axis, keepdims=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import DeviceError
-from .numpy_fast import NUMPY_NAMESPACE
+from .numpy_fast import NUMPY_NAMESPACE, mean_of
 
 _NP_SCALAR = _np.generic
 
@@ -152,18 +152,10 @@ def array_max(xp, x, axis=None, keepdims=False):
 def array_mean(xp, x, axis=None, keepdims=False):
     """``xp.mean(x, axis=axis, keepdims=keepdims)``; float32/float64 NumPy arrays as np.mean
     computes them (the sum, then a true division by the count in the array's dtype)."""
-    if x.__class__ is _NDARRAY and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
-        shape = x.shape
-        if axis is None:
-            count = x.size
-        elif axis.__class__ is int:
-            count = shape[axis]
-        else:
-            count = 1
-            for a in axis:
-                count *= shape[a]
-        if count:
-            return _ADD_REDUCE(x, axis=axis, keepdims=keepdims) / count
+    if x.__class__ is _NDARRAY:
+        out = mean_of(x, axis, keepdims)
+        if out is not None:
+            return out
     return xp.mean(x, axis=axis, keepdims=keepdims)
 
 

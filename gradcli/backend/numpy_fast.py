@@ -118,4 +118,65 @@ class NumPyNamespace:
         return _np.min(x, axis=axis, keepdims=keepdims)
 
 
+    @staticmethod
+    def mean(x, axis=None, dtype=None, keepdims=False):
+        """float32/float64: np.mean's own arithmetic (the sum, then a true division by the count)."""
+        if x.__class__ is _ndarray and dtype is None:
+            out = mean_of(x, axis, keepdims)
+            if out is not None:
+                return out
+        return _np.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    @staticmethod
+    def argmax(x, axis=None, out=None, *, keepdims=False):
+        if x.__class__ is _ndarray and out is None:
+            return x.argmax(axis=axis, keepdims=keepdims)
+        return _np.argmax(x, axis=axis, out=out, keepdims=keepdims)
+
+    @staticmethod
+    def argmin(x, axis=None, out=None, *, keepdims=False):
+        if x.__class__ is _ndarray and out is None:
+            return x.argmin(axis=axis, keepdims=keepdims)
+        return _np.argmin(x, axis=axis, out=out, keepdims=keepdims)
+
+    @staticmethod
+    def nonzero(x):
+        if x.__class__ is _ndarray:
+            return x.nonzero()
+        return _np.nonzero(x)
+
+
+def mean_of(x, axis, keepdims):
+    """np.mean of a float32/float64 ndarray as np.mean computes it, or None for anything else
+    (float16 sums in float32 there; an empty mean warns): the sum, then a true division by the
+    number of elements reduced. (NumPy divides by an intp, so a float32 sum is divided in float64
+    and rounded back; for fewer than 2**29 elements that is the correctly rounded float32 quotient
+    this division gives.)"""
+    if x.dtype.kind != "f" or x.dtype.itemsize < 4:
+        return None
+    shape = x.shape
+    n = len(shape)
+    if axis is None:
+        count = x.size
+    elif axis.__class__ is int:
+        if not -n <= axis < n:
+            return None
+        count = shape[axis]
+    else:
+        if axis.__class__ is not tuple or len({a % n if a.__class__ is int and -n <= a < n else None
+                                               for a in axis}) != len(axis) or None in {
+                a if a.__class__ is int and -n <= a < n else None for a in axis}:
+            return None  # NumPy's own errors for a bad axis
+        count = 1
+        for a in axis:
+            count *= shape[a]
+    if not count:
+        return None
+    out = _ADD(x, axis=axis, keepdims=keepdims)
+    if out.__class__ is _ndarray:  # divided in place, as np.mean does (its strides too)
+        out /= count
+        return out
+    return out / count  # np.mean: float32(float64 sum / count), the same value below 2**29 elements
+
+
 NUMPY_NAMESPACE = NumPyNamespace()

@@ -13,6 +13,7 @@ from ..backend import array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from .registry import op
+from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -434,15 +435,13 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
 @op(MaxBackward1, MaxBackward0, category="reduction")
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise maximum."""
-    from .pointwise import maximum
-    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, maximum)
+    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, _maximum)
 
 
 @op(MinBackward1, MinBackward0, category="reduction")
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise minimum."""
-    from .pointwise import minimum
-    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, minimum)
+    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, _minimum)
 
 
 @op(AmaxBackward0, category="reduction")

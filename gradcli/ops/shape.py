@@ -5,12 +5,12 @@ from __future__ import annotations
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
-from ..autograd.grad_mode import STATE as _GRAD_STATE
+from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _wrap_dim, is_inference_vc
-from ..autograd.views import make_view
+from ..autograd.views import make_view, rebase, writable
 
 
 def view_of(cls, input, attrs=()):
@@ -405,7 +405,7 @@ def _cast_back(parts, casts, F, differentiable):
 
 def _record_variadic(cls, tensors, data, attrs):
     backend = tensors[0]._backend
-    if _GRAD_STATE.enabled and builtins_any([t._requires_grad for t in tensors]):
+    if STATE.enabled and builtins_any([t._requires_grad for t in tensors]):
         edges = tuple([((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr)
                        if t._requires_grad else (None, 0) for t in tensors])
         node = new_node(cls, (), data, attrs, None, edges)
@@ -508,8 +508,6 @@ def stack(tensors, dim=0):
 @op(CopyBackwards, category="in-place")
 def copy_(input, src):
     """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place (CopyBackwards)."""
-    from ..autograd.grad_mode import STATE
-    from ..autograd.views import rebase, writable
     if not isinstance(src, Tensor):
         raise GradTypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     if src.dtype.name != input.dtype.name:
@@ -553,8 +551,6 @@ def _broadcast_shape(a, b):
 def fill_(input, value):
     """Fill with ``value`` in place; its gradient is zero from here on (FillBackward2; a 0-d tensor
     value gets the sum of the gradient: FillBackward3)."""
-    from ..autograd.grad_mode import STATE
-    from ..autograd.views import rebase, writable
     tensor_value = isinstance(value, Tensor)
     if tensor_value and value.ndim:
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "

@@ -157,3 +157,11 @@ def test_mean_bit_exact_on_random_floats():
             for axis in [None, 0, -1, tuple(range(a.ndim))]:
                 _check("mean", a, axis=axis)
                 _check("mean", a, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_diagonal(key):
+    a = _arrays()[key]
+    for offset in (-2, -1, 0, 1, 5):
+        for d1, d2 in [(0, 1), (1, 0), (-1, 0), (0, 0), (0, 3)]:
+            _check("diagonal", a, offset, d1, d2)

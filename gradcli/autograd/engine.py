@@ -408,6 +408,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
     bget = buffers.get
     prev_mode = _GRAD.enabled
     _GRAD.enabled = create_graph
+    _GRAD.formula = False  # True only around a formula under create_graph
     gc_was_enabled = _gc.isenabled()
     if gc_was_enabled:
         _gc.disable()
@@ -452,10 +453,12 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 else:
                     if F is None or several:
                         F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
-                    _GRAD.formula = create_graph  # torch's Scalar overloads inside formulas
+                    if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
+                        _GRAD.formula = True
                     grads = node.apply(g, F, create_graph) if not anomaly else \
                         _apply_anomalous(node, g, F, create_graph)
-                    _GRAD.formula = False
+                    if create_graph:
+                        _GRAD.formula = False
                     if hooked:
                         grads = run_posthooks(node, grads, g, _array_backend(_first_grad(g)), create_graph)
                     g = None

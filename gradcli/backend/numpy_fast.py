@@ -140,6 +140,12 @@ class NumPyNamespace:
         return _np.argmin(x, axis=axis, out=out, keepdims=keepdims)
 
     @staticmethod
+    def diagonal(x, offset=0, axis1=0, axis2=1):
+        if x.__class__ is _ndarray:
+            return x.diagonal(offset, axis1, axis2)
+        return _np.diagonal(x, offset, axis1, axis2)
+
+    @staticmethod
     def nonzero(x):
         if x.__class__ is _ndarray:
             return x.nonzero()

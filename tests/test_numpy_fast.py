@@ -165,3 +165,15 @@ def test_diagonal(key):
     for offset in (-2, -1, 0, 1, 5):
         for d1, d2 in [(0, 1), (1, 0), (-1, 0), (0, 0), (0, 3)]:
             _check("diagonal", a, offset, d1, d2)
+
+
+def test_all_finite_is_isfinite_all():
+    from gradcli.backend import all_finite
+    inf, nan = float("inf"), float("nan")
+    for values in ([1.0, 2.0], [3e38, 3e38], [inf, 1.0], [-inf, -inf], [nan, 1.0], [1.0, nan], [-3e38, 0.0]):
+        for dtype in (np.float32, np.float64):
+            a = np.array(values, dtype)
+            with np.errstate(over="raise"):  # no overflow, no warning
+                assert all_finite(a) == bool(np.isfinite(a).all())
+    assert all_finite(np.zeros((0, 2), np.float32)) is False  # the caller's general path
+    assert all_finite([1.0]) is False

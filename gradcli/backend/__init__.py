@@ -132,6 +132,7 @@ _DTYPE_NAMES: dict = {}
 # array (CuPy, array-api-strict) takes its namespace's function.
 _ADD_REDUCE = _np.add.reduce
 _MAX_REDUCE = _np.maximum.reduce
+_MIN_REDUCE = _np.minimum.reduce
 _NDARRAY = _np.ndarray
 
 
@@ -147,6 +148,17 @@ def array_max(xp, x, axis=None, keepdims=False):
     if x.__class__ is _NDARRAY:
         return _MAX_REDUCE(x, axis=axis, keepdims=keepdims)
     return xp.max(x, axis=axis, keepdims=keepdims)
+
+
+def all_finite(x) -> bool:
+    """Is every element of a NumPy float array finite? Two reductions and no temporary (nan fails
+    both comparisons); False for an empty array and for other arrays: the caller's general path."""
+    if x.__class__ is _NDARRAY and x.size:
+        return -_INF < float(_MIN_REDUCE(x, axis=None)) and float(_MAX_REDUCE(x, axis=None)) < _INF
+    return False
+
+
+_INF = float("inf")
 
 
 def array_mean(xp, x, axis=None, keepdims=False):

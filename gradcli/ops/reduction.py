@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from ..backend import array_max, array_mean, array_sum, dtypes as _dt
+from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from .registry import op
@@ -287,7 +287,8 @@ def _logsumexp(xp, x, dim, keepdim):
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
         return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
     m = array_max(xp, x, dim, True)
-    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    if not all_finite(m):  # a row of infinities (or nan) is shifted by 0, not by itself
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
     if not keepdim:
         out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply2
+from ..autograd.function import _devices_differ, apply, apply1, apply2
 from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
@@ -278,7 +278,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if not keep_int and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
             input = input.to(_dt.DEFAULTS.float)
-        return apply(cls, (input,))
+        return apply1(cls, input, input._data)  # apply's one-tensor path, directly
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)
@@ -287,7 +287,8 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
 def _sigmoid(xp, x):
     # exp of a negative number only, so large |x| neither overflows nor warns
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    d = 1 + e
+    return xp.where(x >= 0, 1 / d, e / d)
 
 
 exp = _unary("exp", "ExpBackward0", lambda xp, x: xp.exp(x), "grad * result", "Elementwise e**x.")

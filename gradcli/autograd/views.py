@@ -60,6 +60,7 @@ class ViewInfo:
 # dead views' references are pruned as the list grows (Tensor's == is elementwise, so weak sets
 # and weak-keyed dicts cannot hold tensors).
 _LIVE: dict = {}
+_new = object.__new__
 
 
 def _register(root, view) -> None:
@@ -95,8 +96,14 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0) -> 
     if vc is None:
         vc = root._vc = [0]
     out._vc = vc
-    no_grad = no_grad or (not _GRAD.enabled and input._requires_grad)
-    out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), no_grad, output_nr, multi)
+    # ViewInfo(...), without its __init__ call: every view op of every program comes here
+    view = _new(ViewInfo)
+    view.base = root
+    view.chain = chain + ((cls, tuple(input._data.shape), attrs),)
+    view.no_grad = no_grad or (not _GRAD.enabled and input._requires_grad)
+    view.output_nr = output_nr
+    view.multi = multi
+    out._view = view
     _register(root, out)
     return out
 

@@ -177,3 +177,12 @@ def test_all_finite_is_isfinite_all():
                 assert all_finite(a) == bool(np.isfinite(a).all())
     assert all_finite(np.zeros((0, 2), np.float32)) is False  # the caller's general path
     assert all_finite([1.0]) is False
+
+
+@pytest.mark.parametrize("scalar", [np.float16(1.5), np.float32(-2.5), np.float64(3.0), np.int32(4), np.int64(-5),
+                                    np.bool_(True)])
+def test_reshape_of_numpy_scalars(scalar):
+    for shape in [(), (1,), (1, 1), (-1,), (2,)]:
+        _check("reshape", scalar, shape)
+        _check("reshape", scalar, shape, order="F")
+        _check("reshape", scalar, shape, copy=False)

@@ -21,6 +21,7 @@ _MAX = _np.maximum.reduce
 _MIN = _np.minimum.reduce
 _concatenate = _np.concatenate
 _zeros = _np.zeros
+_SCALAR_TYPES = frozenset((_np.float16, _np.float32, _np.float64, _np.int32, _np.int64, _np.bool_))
 
 
 class NumPyNamespace:
@@ -40,6 +41,8 @@ class NumPyNamespace:
     def reshape(x, shape, order="C", *, copy=None):
         """``copy=False`` (a view or an error): always a view for a C-contiguous array in C order."""
         if x.__class__ is _ndarray and (copy is None or copy is False and order == "C" and x.flags.c_contiguous):
+            return x.reshape(shape, order=order)
+        if x.__class__ in _SCALAR_TYPES and copy is None:  # a full reduction's result: np.reshape calls this
             return x.reshape(shape, order=order)
         return _np.reshape(x, shape, order=order, copy=copy)
 

@@ -22,6 +22,9 @@ from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
 _NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
+_NUMPY_SCALARS = frozenset(type(NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64", "int32",
+                                                                     "int64", "bool"))
+_as_array = NUMPY.xp.asarray
 
 
 class _PrintOptions:
@@ -108,8 +111,11 @@ class Tensor:
         """Fast constructor for op results (no validation)."""
         t = object.__new__(cls)
         if data.__class__ is not _ndarray_type:
-            data = backend.fix(data)
-            _track(data)
+            if data.__class__ in _NUMPY_SCALARS:  # a full reduction's result: backend.fix, inlined
+                data = _as_array(data)  # 0-d: never big enough for _track to count
+            else:
+                data = backend.fix(data)
+                _track(data)
         elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory (limits.track)
             _track(data)
         t._data = data

@@ -25,6 +25,7 @@ _NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
 _NUMPY_SCALARS = frozenset(type(NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64", "int32",
                                                                      "int64", "bool"))
 _as_array = NUMPY.xp.asarray
+_SIZES: dict = {}  # shape tuple -> its torch.Size (Tensor.shape)
 
 
 class _PrintOptions:
@@ -333,7 +334,13 @@ class Tensor:
     # -- metadata ------------------------------------------------------------------------
     @property
     def shape(self) -> _dt.Size:
-        return _dt.Size(self._data.shape)
+        shape = self._data.shape
+        size = _SIZES.get(shape)  # one immutable Size per shape: ops read .shape many times a call
+        if size is None:
+            if len(_SIZES) >= 4096:
+                _SIZES.clear()
+            size = _SIZES[shape] = _dt.Size(shape)
+        return size
 
     def size(self, dim: int | None = None):
         if dim is None:

@@ -272,14 +272,22 @@ def _roots(tensors, grad_tensors, create_graph):
         raise GradTypeError(f"grad_tensors has {len(grad_tensors)} entries but there are "
                             f"{len(tensors)} tensors")
     roots = []
+    push = roots.append
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
+        if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"element {i} of tensors is not a Tensor")
         node = _input_node(t) if t._requires_grad else None
         if node is None:  # a view made under no_grad requires grad but has no gradient edge
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         g = None if grad_tensors is None else grad_tensors[i]
-        roots.append((node, _root_grad(t, g, i, create_graph), t.output_nr))
+        nr = t.output_nr
+        if g.__class__ is Tensor and not create_graph:  # the usual seed (``backward(outs, ones)``), inlined
+            data = t._data
+            gd = g._data
+            if gd.shape == data.shape and g._backend is t._backend and gd.dtype == data.dtype:
+                push((node, gd, nr))
+                continue
+        push((node, _root_grad(t, g, i, create_graph), nr))
     return roots
 
 
@@ -398,6 +406,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
     bget = buffers.get
     prev_mode = _GRAD.enabled
     _GRAD.enabled = create_graph
+    _GRAD.formula = False  # True only around a formula under create_graph
     gc_was_enabled = _gc.isenabled()
     if gc_was_enabled:
         _gc.disable()
@@ -442,10 +451,12 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 else:
                     if F is None or several:
                         F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
-                    _GRAD.formula = create_graph  # torch's Scalar overloads inside formulas
+                    if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
+                        _GRAD.formula = True
                     grads = node.apply(g, F, create_graph) if not anomaly else \
                         _apply_anomalous(node, g, F, create_graph)
-                    _GRAD.formula = False
+                    if create_graph:
+                        _GRAD.formula = False
                     if hooked:
                         grads = run_posthooks(node, grads, g, _array_backend(_first_grad(g)), create_graph)
                     g = None

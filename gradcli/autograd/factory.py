@@ -64,8 +64,8 @@ def _check_nested(data) -> None:
 
 def _finish(host: _np.ndarray, dtype: str, device, requires_grad: bool) -> Tensor:
     backend = get_backend(DEFAULT_DEVICE[0] if device is None else device)
-    data = backend.from_host(host) if backend.xp is not _np else host
-    if backend.xp is not _np:
+    data = backend.from_host(host) if not backend.is_numpy else host
+    if not backend.is_numpy:
         data = backend.asarray(data, dtype)
     t = Tensor._make(data, backend)
     if requires_grad:

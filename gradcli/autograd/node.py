@@ -150,6 +150,7 @@ class Node:
 
 
 _NOTHING = ((), None)
+_VR_SLOT = Node._vr.__get__
 
 
 def _version_message(value, node: Node, expected: int) -> str:
@@ -345,7 +346,10 @@ def _saved_value(node, x, version, differentiable):
 def _saved_result(node, F, differentiable):
     result = node._sr
     if result is not None:
-        vr = getattr(node, "_vr", None)  # unset on most nodes: only outputs changed in place
+        try:  # None or unset on most nodes (only outputs changed in place); the slot read skips
+            vr = _VR_SLOT(node)  # Node.__getattr__ (introspection's _saved_* fields) when unset
+        except AttributeError:
+            vr = None
         if vr is not None and vr[0][0] != vr[1]:
             raise _result_modified(node, result)
         if differentiable:
@@ -539,10 +543,12 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
 
     ``edges`` are ``next_functions`` entries, ``(node or None, output_nr)`` per input."""
     node = object.__new__(cls)
-    children = tuple(e[0] for e in edges)
+    children = tuple([e[0] for e in edges])
     set_children(node, children)
-    if any(e[1] for e in edges):
-        EDGE_NRS[node] = tuple(e[1] for e in edges)
+    for e in edges:
+        if e[1]:
+            EDGE_NRS[node] = tuple([e[1] for e in edges])
+            break
     save, save_result = _save_plan(cls, children)
     _store_saved(node, inputs, save, out_data if save_result else None, save_result)
     node._attrs = attrs
@@ -558,6 +564,7 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
 
 def _store_saved(node: Node, inputs, save, result, save_result: bool) -> None:
     node._sr = result
+    node._vr = None
     if not any(save):
         node._s0 = node._s1 = node._sx = None
         node._live = True if save_result else None

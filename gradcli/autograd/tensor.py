@@ -21,6 +21,11 @@ from ..limits import TRACK_BYTES as _TRACK_BYTES, check_host_objects as _check_h
 from .grad_mode import STATE as _GRAD
 
 _ndarray_type = type(NUMPY.xp.empty(0))
+_NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
+_NUMPY_SCALARS = frozenset(type(NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64", "int32",
+                                                                     "int64", "bool"))
+_as_array = NUMPY.xp.asarray
+_SIZES: dict = {}  # shape tuple -> its torch.Size (Tensor.shape)
 
 
 class _PrintOptions:
@@ -108,8 +113,11 @@ class Tensor:
         """Fast constructor for op results (no validation)."""
         t = object.__new__(cls)
         if data.__class__ is not _ndarray_type:
-            data = backend.fix(data)
-            _track(data)
+            if data.__class__ in _NUMPY_SCALARS:  # a full reduction's result: backend.fix, inlined
+                data = _as_array(data)  # 0-d: never big enough for _track to count
+            else:
+                data = backend.fix(data)
+                _track(data)
         elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory (limits.track)
             _track(data)
         t._data = data
@@ -361,7 +369,13 @@ class Tensor:
     # -- metadata ------------------------------------------------------------------------
     @property
     def shape(self) -> _dt.Size:
-        return _dt.Size(self._data.shape)
+        shape = self._data.shape
+        size = _SIZES.get(shape)  # one immutable Size per shape: ops read .shape many times a call
+        if size is None:
+            if len(_SIZES) >= 4096:
+                _SIZES.clear()
+            size = _SIZES[shape] = _dt.Size(shape)
+        return size
 
     def size(self, dim: int | None = None):
         if dim is None:
@@ -370,7 +384,13 @@ class Tensor:
 
     @property
     def dtype(self) -> _dt.dtype:
-        return _dt.DTYPES[self._backend.dtype_name(self._data)]
+        data = self._data
+        if data.__class__ is _ndarray_type:  # read by nearly every op: one lookup per NumPy dtype
+            found = _NUMPY_DTYPES.get(data.dtype)
+            if found is None:
+                found = _NUMPY_DTYPES[data.dtype] = _dt.DTYPES[self._backend.dtype_name(data)]
+            return found
+        return _dt.DTYPES[self._backend.dtype_name(data)]
 
     @property
     def device(self) -> _dt.device:
@@ -454,8 +474,9 @@ class Tensor:
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
-    dim = int(dim)
-    n = max(ndim, 1)
+    if dim.__class__ is not int:
+        dim = int(dim)
+    n = ndim if ndim > 1 else 1
     if not -n <= dim < n:
         raise DimensionError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim

@@ -83,6 +83,7 @@ class ViewInfo:
 # dead views' references are pruned as the list grows (Tensor's == is elementwise, so weak sets
 # and weak-keyed dicts cannot hold tensors).
 _LIVE: dict = {}
+_new = object.__new__
 
 
 def _register(root, view) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import DeviceError
+from .numpy_fast import NUMPY_NAMESPACE, mean_of
 
 _NP_SCALAR = _np.generic
 
@@ -22,7 +23,7 @@ _NP_SCALAR = _np.generic
 class Backend:
     """An array namespace plus the operations the array API does not provide."""
 
-    __slots__ = ("name", "xp", "device_type", "index", "_dtypes", "native")
+    __slots__ = ("name", "xp", "device_type", "index", "_dtypes", "native", "is_numpy")
 
     def __init__(self, name: str, xp, device_type: str = "cpu", index: int | None = None):
         self.name = name               # "cpu", "cuda:0", "array_api_strict"
@@ -30,9 +31,10 @@ class Backend:
         self.device_type = device_type
         self.index = index
         self._dtypes = {}
+        self.is_numpy = xp is _np or xp is NUMPY_NAMESPACE  # arrays are NumPy's: on the host
         # NumPy and CuPy index with arrays and slices mixed, and have scatter-add; a bare
         # array-API namespace need not: those two go through the host there (correct, not fast)
-        self.native = xp is _np or device_type == "cuda"
+        self.native = self.is_numpy or device_type == "cuda"
 
     # -- dtypes ---------------------------------------------------------------
     def dtype(self, name: str):
@@ -60,14 +62,14 @@ class Backend:
         return array
 
     def to_host(self, array) -> _np.ndarray:
-        if self.xp is _np:
+        if self.is_numpy:
             return array
         if self.device_type == "cuda":
             return self.xp.asnumpy(array)
         return _np.asarray(_np.from_dlpack(array)) if hasattr(array, "__dlpack__") else _np.asarray(array)
 
     def from_host(self, array: _np.ndarray):
-        if self.xp is _np:
+        if self.is_numpy:
             return array
         return self.xp.asarray(array)
 
@@ -82,7 +84,7 @@ class Backend:
     def scatter_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating (index_put_ with accumulate)."""
         xp = self.xp
-        if xp is _np:
+        if self.is_numpy:
             _np.add.at(target, index, values)
         elif self.device_type == "cuda":
             import cupyx  # only reachable with CuPy present
@@ -130,6 +132,7 @@ _DTYPE_NAMES: dict = {}
 # array (CuPy, array-api-strict) takes its namespace's function.
 _ADD_REDUCE = _np.add.reduce
 _MAX_REDUCE = _np.maximum.reduce
+_MIN_REDUCE = _np.minimum.reduce
 _NDARRAY = _np.ndarray
 
 
@@ -147,25 +150,28 @@ def array_max(xp, x, axis=None, keepdims=False):
     return xp.max(x, axis=axis, keepdims=keepdims)
 
 
+def all_finite(x) -> bool:
+    """Is every element of a NumPy float array finite? Two reductions and no temporary (nan fails
+    both comparisons); False for an empty array and for other arrays: the caller's general path."""
+    if x.__class__ is _NDARRAY and x.size:
+        return -_INF < float(_MIN_REDUCE(x, axis=None)) and float(_MAX_REDUCE(x, axis=None)) < _INF
+    return False
+
+
+_INF = float("inf")
+
+
 def array_mean(xp, x, axis=None, keepdims=False):
     """``xp.mean(x, axis=axis, keepdims=keepdims)``; float32/float64 NumPy arrays as np.mean
     computes them (the sum, then a true division by the count in the array's dtype)."""
-    if x.__class__ is _NDARRAY and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
-        shape = x.shape
-        if axis is None:
-            count = x.size
-        elif axis.__class__ is int:
-            count = shape[axis]
-        else:
-            count = 1
-            for a in axis:
-                count *= shape[a]
-        if count:
-            return _ADD_REDUCE(x, axis=axis, keepdims=keepdims) / count
+    if x.__class__ is _NDARRAY:
+        out = mean_of(x, axis, keepdims)
+        if out is not None:
+            return out
     return xp.mean(x, axis=axis, keepdims=keepdims)
 
 
-NUMPY = Backend("cpu", _np)
+NUMPY = Backend("cpu", NUMPY_NAMESPACE)
 _cache: dict[str, Backend] = {"cpu": NUMPY}
 # True once a second backend exists: a graph may then span devices (x.cuda() records
 # ToCopyBackward0), so the engine picks the array math per node instead of once per walk.

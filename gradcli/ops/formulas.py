@@ -27,7 +27,21 @@ def _shape(x):
 
 
 def _sum_to_axes(shape, target):
-    """Axes to sum (and whether to keep them) to reduce ``shape`` to broadcastable ``target``."""
+    """Axes to sum (and whether to keep them) to reduce ``shape`` to broadcastable ``target``
+    (kept per pair of shapes: every backward of a broadcast op asks for the same few)."""
+    key = (shape, target)
+    found = _SUM_TO_AXES.get(key)
+    if found is None:
+        if len(_SUM_TO_AXES) >= 4096:
+            _SUM_TO_AXES.clear()
+        found = _SUM_TO_AXES[key] = _axes_of(shape, target)
+    return found
+
+
+_SUM_TO_AXES: dict = {}
+
+
+def _axes_of(shape, target):
     lead = len(shape) - len(target)
     axes = tuple(range(lead))
     keep = tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
@@ -125,9 +139,10 @@ class ArrayMath:
 
     def sum_to(self, x, shape):
         shape = tuple(shape)
-        if _shape(x) == shape:
+        xs = tuple(x.shape)
+        if xs == shape:
             return x
-        axes, keep = _sum_to_axes(_shape(x), shape)
+        axes, keep = _sum_to_axes(xs, shape)
         xp = self.xp
         if keep:
             x = array_sum(xp, x, keep, True)
@@ -176,11 +191,10 @@ class ArrayMath:
         return out
 
     def cat_slices(self, grad, dim, sizes):
+        lead = (slice(None),) * dim
         out, start = [], 0
         for size in sizes:
-            index = [slice(None)] * grad.ndim
-            index[dim] = slice(start, start + size)
-            out.append(grad[tuple(index)])
+            out.append(grad[lead + (slice(start, start + size),)])
             start += size
         return out
 

@@ -51,12 +51,12 @@ def mm(input, mat2):
     """Matrix product of two 2-d tensors."""
     if input.ndim != 2 or mat2.ndim != 2:
         raise ShapeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
-    if input.shape[1] != mat2.shape[0]:
-        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
-                         f"{mat2.shape[0]}x{mat2.shape[1]})")
+    (n, k), (k2, m) = input._data.shape, mat2._data.shape  # the arrays' own shapes: no Size objects
+    if k != k2:
+        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
     _same_dtype(input, mat2, "mm")
-    check_numel((input.shape[0], mat2.shape[1]))
-    check_flops(2 * input.shape[0] * input.shape[1] * mat2.shape[1], "this matrix product")
+    check_numel((n, m))
+    check_flops(2 * n * k * m, "this matrix product")
     return apply(MmBackward0, (input, mat2))
 
 

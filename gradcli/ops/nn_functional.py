@@ -249,6 +249,8 @@ NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name f
 
 
 
+_MIN_REDUCE = _np.minimum.reduce
+_MAX_REDUCE = _np.maximum.reduce
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
 
 
@@ -286,8 +288,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     host_t = target._backend.to_host(target._data).reshape(-1)
     valid = host_t[host_t != ignore_index]
     classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    bad = valid[(valid < 0) | (valid >= classes)]
-    if bad.size:
+    if valid.size and (_MIN_REDUCE(valid) < 0 or _MAX_REDUCE(valid) >= classes):  # two reductions, no mask
+        bad = valid[(valid < 0) | (valid >= classes)]
         raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
     w = _weight_array(weight, input)
     if w is not None and tuple(w.shape) != (classes,):

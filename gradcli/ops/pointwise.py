@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply2
+from ..autograd.function import _devices_differ, apply, apply1, apply2
 from .registry import as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
@@ -57,9 +57,24 @@ def _operands(a, b, name: str):
     return None
 
 
+_BROADCASTS: dict = {}  # (shape a, shape b) -> their broadcast shape, for shapes that broadcast
+
+
 def _check_broadcast(sa, sb) -> None:
     """Shapes must broadcast, and the result must fit the element limit (checked before numpy
-    allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted)."""
+    allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted). The shape
+    found is kept per pair of shapes (a program broadcasts the same few pairs again and again);
+    the limits, which may change, are checked every time."""
+    out = _BROADCASTS.get((sa, sb))
+    if out is None:
+        out = _broadcast_shape(sa, sb)
+        if len(_BROADCASTS) >= 4096:
+            _BROADCASTS.clear()
+        _BROADCASTS[(sa, sb)] = out
+    check_numel(out)
+
+
+def _broadcast_shape(sa, sb) -> tuple:
     for i in range(1, min(len(sa), len(sb)) + 1):
         x, y = sa[-i], sb[-i]
         if x != y and x != 1 and y != 1:
@@ -68,7 +83,7 @@ def _check_broadcast(sa, sb) -> None:
                              f"at non-singleton dimension {dim}")
     long, short = (sa, sb) if len(sa) >= len(sb) else (sb, sa)
     pad = len(long) - len(short)
-    check_numel([d if i < pad else max(d, short[i - pad]) for i, d in enumerate(long)])
+    return tuple(d if i < pad else max(d, short[i - pad]) for i, d in enumerate(long))
 
 
 def _binary(cls, a, b, attrs, name):
@@ -263,7 +278,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         if not keep_int and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
             input = input.to(_dt.DEFAULTS.float)
-        return apply(cls, (input,))
+        return apply1(cls, input, input._data)  # apply's one-tensor path, directly
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)
@@ -272,7 +287,8 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
 def _sigmoid(xp, x):
     # exp of a negative number only, so large |x| neither overflows nor warns
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    d = 1 + e
+    return xp.where(x >= 0, 1 / d, e / d)
 
 
 exp = _unary("exp", "ExpBackward0", lambda xp, x: xp.exp(x), "grad * result", "Elementwise e**x.")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import builtins as _builtins
 
-from ..backend import array_max, array_mean, array_sum, dtypes as _dt
+from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from .registry import op
+from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -286,7 +287,8 @@ def _logsumexp(xp, x, dim, keepdim):
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
         return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
     m = array_max(xp, x, dim, True)
-    m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    if not all_finite(m):  # a row of infinities (or nan) is shifted by 0, not by itself
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
     if not keepdim:
         out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
@@ -304,6 +306,8 @@ def _softmax(xp, x, dim):
 
 def dims(dim, ndim: int):
     """Normalise ``dim`` (int or sequence) to a sorted tuple of non-negative dims."""
+    if dim.__class__ is int:  # the usual ``x.sum(1)``
+        return (_wrap_dim(dim, ndim),)
     if isinstance(dim, (list, tuple)):
         out = tuple(sorted({_wrap_dim(d, ndim) for d in dim}))
         if len(out) != len(dim):
@@ -432,15 +436,13 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
 @op(MaxBackward1, MaxBackward0, category="reduction")
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise maximum."""
-    from .pointwise import maximum
-    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, maximum)
+    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, _maximum)
 
 
 @op(MinBackward1, MinBackward0, category="reduction")
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise minimum."""
-    from .pointwise import minimum
-    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, minimum)
+    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, _minimum)
 
 
 @op(AmaxBackward0, category="reduction")

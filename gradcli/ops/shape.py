@@ -5,11 +5,12 @@ from __future__ import annotations
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
+from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _wrap_dim, is_inference_vc
-from ..autograd.views import make_view
+from ..autograd.views import make_view, rebase, writable
 
 
 def view_of(cls, input, attrs=()):
@@ -403,11 +404,10 @@ def _cast_back(parts, casts, F, differentiable):
 
 
 def _record_variadic(cls, tensors, data, attrs):
-    from ..autograd.grad_mode import STATE
     backend = tensors[0]._backend
-    if STATE.enabled and builtins_any(t._requires_grad for t in tensors):
-        edges = tuple(((t.grad_fn or t._accumulator()), t.output_nr) if t._requires_grad else (None, 0)
-                      for t in tensors)
+    if STATE.enabled and builtins_any([t._requires_grad for t in tensors]):
+        edges = tuple([((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr)
+                       if t._requires_grad else (None, 0) for t in tensors])
         node = new_node(cls, (), data, attrs, None, edges)
         return Tensor._make(data, backend, node)
     return Tensor._make(data, backend)
@@ -439,6 +439,9 @@ def _tensor_list(tensors, name):
 def _promoted(tensors):
     """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
     (None when all already share one)."""
+    dtype = tensors[0]._data.dtype
+    if all(t._data.dtype == dtype for t in tensors):  # one dtype: nothing to promote (the usual case)
+        return [t._data for t in tensors], None
     target = _dt.result_type([Tensor._make(t._backend.xp.reshape(t._data, (1,)) if t.ndim == 0 else t._data,
                                            t._backend) for t in tensors])
     if all(t.dtype.name == target for t in tensors):
@@ -457,19 +460,22 @@ def cat(tensors, dim=0):
     if ref.ndim == 0:
         raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _wrap_dim(dim, ref.ndim)
+    shape = ref._data.shape
     for i, t in enumerate(tensors):
-        if t.ndim != ref.ndim or builtins_any(a != b for j, (a, b) in enumerate(zip(t.shape, ref.shape))
-                                              if j != d):
+        other = t._data.shape
+        if other != shape and (len(other) != len(shape) or builtins_any(
+                [a != b for j, (a, b) in enumerate(zip(other, shape)) if j != d])):
             raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                              f"{_mismatch(ref, t, d)} but got size {_mismatch(t, ref, d)} for tensor number "
                              f"{i} in the list.")
-    out_shape = list(ref.shape)
-    out_shape[d] = sum(t.shape[d] for t in tensors)
+    sizes = [t._data.shape[d] for t in tensors]
+    out_shape = list(shape)
+    out_shape[d] = sum(sizes)
     check_numel(out_shape)
     xp = ref._backend.xp
     arrays, casts = _promoted(tensors)
     data = xp.concat(arrays, axis=d)
-    return _record_variadic(CatBackward0, tensors, data, (d, [t.shape[d] for t in tensors], casts))
+    return _record_variadic(CatBackward0, tensors, data, (d, sizes, casts))
 
 
 def _mismatch(a, b, d):
@@ -485,8 +491,9 @@ def stack(tensors, dim=0):
     tensors = _tensor_list(tensors, "stack")
     ref = tensors[0]
     d = _wrap_dim(dim, ref.ndim + 1)
+    shape = ref._data.shape
     for i, t in enumerate(tensors):
-        if t.shape != ref.shape:
+        if t._data.shape != shape:
             raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                              f"entry 0 and {list(t.shape)} at entry {i}")
     check_numel([len(tensors), *ref.shape])
@@ -501,8 +508,6 @@ def stack(tensors, dim=0):
 @op(CopyBackwards, category="in-place")
 def copy_(input, src):
     """Copy ``src`` (broadcast, cast to this dtype) into this tensor, in place (CopyBackwards)."""
-    from ..autograd.grad_mode import STATE
-    from ..autograd.views import rebase, writable
     if not isinstance(src, Tensor):
         raise GradTypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     if src.dtype.name != input.dtype.name:
@@ -546,8 +551,6 @@ def _broadcast_shape(a, b):
 def fill_(input, value):
     """Fill with ``value`` in place; its gradient is zero from here on (FillBackward2; a 0-d tensor
     value gets the sum of the gradient: FillBackward3)."""
-    from ..autograd.grad_mode import STATE
-    from ..autograd.views import rebase, writable
     tensor_value = isinstance(value, Tensor)
     if tensor_value and value.ndim:
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "

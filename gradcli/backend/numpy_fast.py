@@ -1,0 +1,191 @@
+"""NumPy as the CPU backend's array namespace, without NumPy's Python-level wrappers on hot calls.
+
+``np.reshape``, ``np.stack``, ``np.sum``, ``np.zeros_like``... are Python functions around an
+ndarray method or a ufunc's ``reduce``; on the 2x2 tensors of a typical program the wrapper costs
+more than the work (``np.stack`` of two arrays 7 us, the concatenation inside it 0.8 us;
+``np.zeros_like`` 3 us, ``np.zeros`` 0.8 us). Every forward and every formula reaches NumPy
+through ``backend.xp``, so this namespace speeds all of them at once: for a plain ``ndarray`` each
+function below does exactly what NumPy's own does (the same values, dtypes, shapes, strides and
+view-or-copy), and anything else (a NumPy scalar, a list, an argument the shortcut does not
+cover) goes to NumPy's function itself. Every other name is NumPy's own.
+"""
+
+from __future__ import annotations
+
+import numpy as _np
+
+_ndarray = _np.ndarray
+_ADD = _np.add.reduce
+_MUL = _np.multiply.reduce
+_MAX = _np.maximum.reduce
+_MIN = _np.minimum.reduce
+_concatenate = _np.concatenate
+_zeros = _np.zeros
+_SCALAR_TYPES = frozenset((_np.float16, _np.float32, _np.float64, _np.int32, _np.int64, _np.bool_))
+
+
+class NumPyNamespace:
+    """``numpy`` with the hot wrappers replaced by their exact fast forms (see the module)."""
+
+    __name__ = "numpy"
+
+    def __getattr__(self, name):
+        value = getattr(_np, name)
+        self.__dict__[name] = value  # looked up once: then as fast as a module attribute
+        return value
+
+    def __repr__(self) -> str:
+        return "<array namespace for numpy>"
+
+    @staticmethod
+    def reshape(x, shape, order="C", *, copy=None):
+        """``copy=False`` (a view or an error): always a view for a C-contiguous array in C order."""
+        if x.__class__ is _ndarray and (copy is None or copy is False and order == "C" and x.flags.c_contiguous):
+            return x.reshape(shape, order=order)
+        if x.__class__ in _SCALAR_TYPES and copy is None:  # a full reduction's result: np.reshape calls this
+            return x.reshape(shape, order=order)
+        return _np.reshape(x, shape, order=order, copy=copy)
+
+    @staticmethod
+    def astype(x, dtype, /, *, copy=True, device=None):
+        if x.__class__ is _ndarray and device is None:
+            return x.astype(dtype, copy=copy)
+        return _np.astype(x, dtype, copy=copy, device=device)
+
+    @staticmethod
+    def permute_dims(x, axes):
+        if x.__class__ is _ndarray:
+            return x.transpose(axes)
+        return _np.permute_dims(x, axes)
+
+    @staticmethod
+    def squeeze(x, axis=None):
+        if x.__class__ is _ndarray:
+            return x.squeeze() if axis is None else x.squeeze(axis=axis)
+        return _np.squeeze(x, axis=axis)
+
+    @staticmethod
+    def expand_dims(x, axis):
+        """np.expand_dims is ``a.reshape(shape)`` with a 1 at ``axis``: the same for one int axis."""
+        if x.__class__ is _ndarray and axis.__class__ is int:
+            shape = list(x.shape)
+            n = len(shape) + 1
+            if -n <= axis < n:
+                shape.insert(axis % n, 1)
+                return x.reshape(shape)
+        return _np.expand_dims(x, axis)
+
+    @staticmethod
+    def stack(arrays, axis=0):
+        """np.stack: every array given one more dim at ``axis``, concatenated along it."""
+        if arrays.__class__ in (list, tuple) and arrays and axis.__class__ is int:
+            first = arrays[0]
+            if first.__class__ is _ndarray:
+                shape = first.shape
+                n = len(shape) + 1
+                if -n <= axis < n and all(a.__class__ is _ndarray and a.shape == shape for a in arrays):
+                    ax = axis % n
+                    new = shape[:ax] + (1,) + shape[ax:]
+                    return _concatenate([a.reshape(new) for a in arrays], axis=ax)
+        return _np.stack(arrays, axis=axis)
+
+    @staticmethod
+    def zeros_like(x, dtype=None):
+        """For a C-contiguous array (the layout np.zeros_like keeps), np.zeros of its shape."""
+        if x.__class__ is _ndarray and x.flags.c_contiguous:
+            return _zeros(x.shape, x.dtype if dtype is None else dtype)
+        return _np.zeros_like(x, dtype=dtype)
+
+    @staticmethod
+    def sum(x, axis=None, dtype=None, keepdims=False):
+        if x.__class__ is _ndarray:
+            return _ADD(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _np.sum(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    @staticmethod
+    def prod(x, axis=None, dtype=None, keepdims=False):
+        if x.__class__ is _ndarray:
+            return _MUL(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        return _np.prod(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    @staticmethod
+    def max(x, axis=None, keepdims=False):
+        if x.__class__ is _ndarray:
+            return _MAX(x, axis=axis, keepdims=keepdims)
+        return _np.max(x, axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def min(x, axis=None, keepdims=False):
+        if x.__class__ is _ndarray:
+            return _MIN(x, axis=axis, keepdims=keepdims)
+        return _np.min(x, axis=axis, keepdims=keepdims)
+
+
+    @staticmethod
+    def mean(x, axis=None, dtype=None, keepdims=False):
+        """float32/float64: np.mean's own arithmetic (the sum, then a true division by the count)."""
+        if x.__class__ is _ndarray and dtype is None:
+            out = mean_of(x, axis, keepdims)
+            if out is not None:
+                return out
+        return _np.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
+
+    @staticmethod
+    def argmax(x, axis=None, out=None, *, keepdims=False):
+        if x.__class__ is _ndarray and out is None:
+            return x.argmax(axis=axis, keepdims=keepdims)
+        return _np.argmax(x, axis=axis, out=out, keepdims=keepdims)
+
+    @staticmethod
+    def argmin(x, axis=None, out=None, *, keepdims=False):
+        if x.__class__ is _ndarray and out is None:
+            return x.argmin(axis=axis, keepdims=keepdims)
+        return _np.argmin(x, axis=axis, out=out, keepdims=keepdims)
+
+    @staticmethod
+    def diagonal(x, offset=0, axis1=0, axis2=1):
+        if x.__class__ is _ndarray:
+            return x.diagonal(offset, axis1, axis2)
+        return _np.diagonal(x, offset, axis1, axis2)
+
+    @staticmethod
+    def nonzero(x):
+        if x.__class__ is _ndarray:
+            return x.nonzero()
+        return _np.nonzero(x)
+
+
+def mean_of(x, axis, keepdims):
+    """np.mean of a float32/float64 ndarray as np.mean computes it, or None for anything else
+    (float16 sums in float32 there; an empty mean warns): the sum, then a true division by the
+    number of elements reduced. (NumPy divides by an intp, so a float32 sum is divided in float64
+    and rounded back; for fewer than 2**29 elements that is the correctly rounded float32 quotient
+    this division gives.)"""
+    if x.dtype.kind != "f" or x.dtype.itemsize < 4:
+        return None
+    shape = x.shape
+    n = len(shape)
+    if axis is None:
+        count = x.size
+    elif axis.__class__ is int:
+        if not -n <= axis < n:
+            return None
+        count = shape[axis]
+    else:
+        if axis.__class__ is not tuple or len({a % n if a.__class__ is int and -n <= a < n else None
+                                               for a in axis}) != len(axis) or None in {
+                a if a.__class__ is int and -n <= a < n else None for a in axis}:
+            return None  # NumPy's own errors for a bad axis
+        count = 1
+        for a in axis:
+            count *= shape[a]
+    if not count:
+        return None
+    out = _ADD(x, axis=axis, keepdims=keepdims)
+    if out.__class__ is _ndarray:  # divided in place, as np.mean does (its strides too)
+        out /= count
+        return out
+    return out / count  # np.mean: float32(float64 sum / count), the same value below 2**29 elements
+
+
+NUMPY_NAMESPACE = NumPyNamespace()

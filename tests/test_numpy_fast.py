@@ -1,0 +1,188 @@
+"""The CPU backend's NumPy namespace (gradcli/backend/numpy_fast.py) does exactly what NumPy does.
+
+Each shortcut must give NumPy's own result: the same values, dtype, shape, strides, scalar type,
+view-or-copy (shares memory or not) and writeability, and raise where NumPy raises; arguments it
+does not cover go to NumPy itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradcli.backend import NUMPY
+from gradcli.backend.numpy_fast import NUMPY_NAMESPACE as xp
+
+
+def _arrays():
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7
+    return {
+        "c": base,
+        "f64": base.astype(np.float64),
+        "transposed": base.transpose(2, 0, 1),
+        "sliced": base[:, ::2],
+        "0d": np.asarray(np.float32(1.5)),
+        "int": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "bool": np.array([[True, False], [True, True]]),
+        "empty": np.zeros((0, 3), np.float32),
+        "fortran": np.asfortranarray(base[0]),
+    }
+
+
+def _same(got, want):
+    assert type(got) is type(want)
+    if isinstance(want, tuple):  # nonzero
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    if isinstance(want, np.ndarray):
+        assert got.dtype == want.dtype and got.shape == want.shape and got.strides == want.strides
+        assert got.flags.writeable == want.flags.writeable
+        assert got.flags.c_contiguous == want.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    else:
+        assert got == want or (got != got and want != want)
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 - the same exception is the point
+        return None, exc
+
+
+def _check(name, *args, **kwargs):
+    got, got_exc = _outcome(getattr(xp, name), *args, **kwargs)
+    want, want_exc = _outcome(getattr(np, name), *args, **kwargs)
+    if want_exc is not None:
+        assert type(got_exc) is type(want_exc) and str(got_exc) == str(want_exc)
+        return
+    assert got_exc is None, got_exc
+    _same(got, want)
+    # a view where NumPy gives a view, a copy where it copies
+    source = args[0] if not isinstance(args[0], (list, tuple)) else args[0][0]
+    if isinstance(source, np.ndarray) and isinstance(want, np.ndarray):
+        assert np.shares_memory(got, source) == np.shares_memory(want, source)
+
+
+def test_cpu_backend_uses_it_and_stays_numpy():
+    assert NUMPY.xp is xp and NUMPY.is_numpy and NUMPY.native
+    assert xp.float32 is np.float32 and xp.exp is np.exp and xp.__name__ == "numpy"
+    assert NUMPY.to_host(np.ones(2)).__class__ is np.ndarray
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_reshape(key):
+    a = _arrays()[key]
+    for shape in [(-1,), (a.size,), (1, a.size), (a.size + 1,), (-1, 2) if a.size % 2 == 0 else (-1, 1)]:
+        _check("reshape", a, shape)
+        _check("reshape", a, shape, copy=False)
+        _check("reshape", a, shape, copy=True)
+        _check("reshape", a, shape, order="F")
+    _check("reshape", [[1.0, 2.0]], (2,))
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_astype_permute_squeeze_expand(key):
+    a = _arrays()[key]
+    for dtype in (np.float32, np.float64, np.int64, np.bool_):
+        _check("astype", a, dtype)
+        _check("astype", a, dtype, copy=False)
+    _check("permute_dims", a, tuple(reversed(range(a.ndim))))
+    _check("permute_dims", a, (0,) * a.ndim)
+    _check("squeeze", a)
+    for axis in range(-a.ndim - 2, a.ndim + 2):
+        _check("expand_dims", a, axis)
+        _check("squeeze", a, axis)
+        _check("squeeze", np.expand_dims(a, axis % (a.ndim + 1) if -a.ndim - 1 <= axis <= a.ndim else 0), axis=axis)
+    _check("expand_dims", a, (0, 1))
+    _check("expand_dims", 2.5, 0)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_stack(key):
+    a = _arrays()[key]
+    for axis in range(-a.ndim - 2, a.ndim + 2):
+        _check("stack", [a, a], axis)
+        _check("stack", (a, a + 1, a), axis=axis)
+    _check("stack", [a, a.astype(np.float64)])
+    _check("stack", [a, np.ones((7,))])
+    _check("stack", [])
+    _check("stack", [a, 1.0] if a.ndim == 0 else [a])
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_zeros_like(key):
+    a = _arrays()[key]
+    _check("zeros_like", a)
+    _check("zeros_like", a, dtype=np.int64)
+    _check("zeros_like", 1.5)
+    _check("zeros_like", np.float32(1.5))
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+def test_reductions(key, name):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1), tuple(range(a.ndim))]:
+        for keepdims in (False, True):
+            _check(name, a, axis=axis, keepdims=keepdims)
+    if name in ("sum", "prod"):
+        _check(name, a, dtype=np.float64)
+    _check(name, np.float32(2.5))
+    _check(name, [1.0, 2.0])
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_mean_argmax_argmin_nonzero(key):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1), tuple(range(a.ndim)), (0, 0), (0, -a.ndim), [0]]:
+        for keepdims in (False, True):
+            with np.errstate(all="ignore"):
+                _check("mean", a, axis=axis, keepdims=keepdims)
+            if not isinstance(axis, (tuple, list)):
+                _check("argmax", a, axis=axis, keepdims=keepdims)
+                _check("argmin", a, axis=axis, keepdims=keepdims)
+    _check("mean", a, dtype=np.float64)
+    _check("mean", a.astype(np.float16))
+    _check("nonzero", a)
+    _check("nonzero", [1, 0, 2])
+
+
+def test_mean_bit_exact_on_random_floats():
+    rng = np.random.default_rng(16)
+    for dtype in (np.float32, np.float64):
+        for shape in [(3,), (7, 5), (3, 11, 13), (1000,)]:
+            a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8)).astype(dtype)
+            for axis in [None, 0, -1, tuple(range(a.ndim))]:
+                _check("mean", a, axis=axis)
+                _check("mean", a, axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_diagonal(key):
+    a = _arrays()[key]
+    for offset in (-2, -1, 0, 1, 5):
+        for d1, d2 in [(0, 1), (1, 0), (-1, 0), (0, 0), (0, 3)]:
+            _check("diagonal", a, offset, d1, d2)
+
+
+def test_all_finite_is_isfinite_all():
+    from gradcli.backend import all_finite
+    inf, nan = float("inf"), float("nan")
+    for values in ([1.0, 2.0], [3e38, 3e38], [inf, 1.0], [-inf, -inf], [nan, 1.0], [1.0, nan], [-3e38, 0.0]):
+        for dtype in (np.float32, np.float64):
+            a = np.array(values, dtype)
+            with np.errstate(over="raise"):  # no overflow, no warning
+                assert all_finite(a) == bool(np.isfinite(a).all())
+    assert all_finite(np.zeros((0, 2), np.float32)) is False  # the caller's general path
+    assert all_finite([1.0]) is False
+
+
+@pytest.mark.parametrize("scalar", [np.float16(1.5), np.float32(-2.5), np.float64(3.0), np.int32(4), np.int64(-5),
+                                    np.bool_(True)])
+def test_reshape_of_numpy_scalars(scalar):
+    for shape in [(), (1,), (1, 1), (-1,), (2,)]:
+        _check("reshape", scalar, shape)
+        _check("reshape", scalar, shape, order="F")
+        _check("reshape", scalar, shape, copy=False)

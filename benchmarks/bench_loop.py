@@ -7,8 +7,10 @@ unchanged as ``python FILE`` under torch and as ``gradcli eval -f FILE``.
 
 1. End to end, as a user runs them: ``python -m gradcli eval -f FILE --json`` and the same with
    the default table (this checkout: ``PYTHONPATH`` is set to it; ``--gradcli gradcli`` runs the
-   installed script instead) against ``python FILE`` (torch's import included), each a fresh
-   process, engines alternating round by round; medians and gradcli / torch ratios.
+   installed script instead) against ``python FILE`` (torch's import included; torch's default
+   threads, and one thread through ``OMP_NUM_THREADS=1``: on a small busy machine torch's thread
+   pool can cost more than its ops), each a fresh process, engines alternating round by round;
+   medians and gradcli / torch ratios.
 2. Where the time goes, in one process (CPU time, so other processes' load counts less): the
    program run by the evaluator (parsed once, outside the timing); the same program text run
    as Python with ``torch`` bound to the very functions the language calls (the op registry's,
@@ -56,20 +58,24 @@ def end_to_end(programs, rounds: int, gradcli_cmd: list[str]) -> list:
         path = str(LOOPS / f"{name}.grad")
         commands = {"gradcli --json": gradcli_cmd + ["eval", "-f", path, "--json"],
                     "gradcli (table)": gradcli_cmd + ["eval", "-f", path],
-                    "torch": [sys.executable, path]}
+                    "torch": [sys.executable, path],
+                    "torch, 1 thread": [sys.executable, path]}
+        envs = {label: env for label in commands}
+        envs["torch, 1 thread"] = dict(env, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         times = {k: [] for k in commands}
         for i in range(rounds + 1):  # the first round warms the page cache and byte code
             for label, cmd in commands.items():
                 t0 = time.perf_counter()
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=envs[label], cwd=ROOT)
                 elapsed = time.perf_counter() - t0
                 if proc.returncode != 0:
                     raise SystemExit(f"{shlex.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
                 if i:
                     times[label].append(elapsed)
-        base = median(times["torch"])
+        base, single = median(times["torch"]), median(times["torch, 1 thread"])
         for label, ts in times.items():
-            rows.append([name, label, f"{median(ts):.3f}", f"{min(ts):.3f}", ratio(median(ts), base)])
+            rows.append([name, label, f"{median(ts):.3f}", f"{min(ts):.3f}", ratio(median(ts), base),
+                         ratio(median(ts), single)])
     return rows
 
 
@@ -174,7 +180,7 @@ def main() -> None:
     if "end-to-end" not in args.skip:
         print(f"\nEnd to end (wall seconds, fresh processes, {args.rounds} rounds alternating; {load()}):")
         print(table(end_to_end(args.programs, args.rounds, gradcli_cmd),
-                    ["program", "run", "median s", "min s", "x torch"]))
+                    ["program", "run", "median s", "min s", "x torch", "x torch 1 thread"]))
     if "split" not in args.skip:
         print(f"\nIn one process (CPU seconds, medians of {args.rounds}; torch 1 thread; {load()}):")
         print(table(split(args.programs, args.rounds),

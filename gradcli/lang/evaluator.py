@@ -5,9 +5,11 @@ a 10,000-deep nesting, a 100,000-term sum or ``with`` blocks nested 500 deep nev
 Python's recursion limit; blocks (``if``, loops, ``with``) run on a stack of frames, and calls
 of the program's own functions on the driver's stack of generators (:meth:`Evaluator._drive`).
 What each statement and each kind of expression does is looked up in one table per kind
-(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
-:mod:`gradcli.lang.values`; everything a program can name or call goes through
-:mod:`gradcli.lang.sandbox`.
+(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). An
+expression that runs again (in a loop or a function) is compiled once to flat code
+(:mod:`gradcli.lang.code`) and kept: a loop's statements cost a few microseconds each beyond
+their ops (``benchmarks/bench_loop.py``). Values and operators are :mod:`gradcli.lang.values`;
+everything a program can name or call goes through :mod:`gradcli.lang.sandbox`.
 
 Commands watch a run through :class:`Observer` objects (``Evaluator(observers=[...])``):
 ``gradcli graph`` remembers names and the last tensor (:mod:`gradcli.cli.graph`), ``gradcli

@@ -11,7 +11,10 @@ Cases (``--cases``, all by default):
 Engines: gradcli, PyTorch eager (``torch.set_num_threads(--threads)``, 2 by default) and a
 hand-derived NumPy gradient (the floor, e.g. ``(cos(x)*e + sin(x)*e + 2x) / n`` with
 ``e = exp(x)``). Each engine runs each case in its own fresh subprocess so that one's
-allocator caches cannot flatter or hurt another. In that process, the inputs are created (and,
+allocator caches cannot flatter or hurt another; the processes take their rounds in turn
+(A, B, C, A, B, C...), so that load from elsewhere on the machine falls on every engine alike
+(multi-threaded matrix products are very sensitive to it), with a pause (``--pause``) before
+each round, as an idle BLAS or OpenMP thread spins for a while after its work. In that process, the inputs are created (and,
 for gradcli/torch, marked as requiring grad), then for each round: the peak-RSS counter is
 reset (``/proc/self/clear_refs``), the resident size read as the baseline, the round run and
 timed (forward, backward, a gradient read), and ``VmHWM - baseline`` recorded as the round's
@@ -59,23 +62,27 @@ def _reset_peak() -> bool:
         return False
 
 
-def _measure(run_round, rounds: int, warmup: int = 1) -> dict:
-    times, peaks = [], []
-    for i in range(warmup + rounds):
-        resettable = _reset_peak()
-        if resettable:
-            base = _status()["VmRSS"]
-        else:
-            base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t0 = time.perf_counter()
-        value = run_round()
-        elapsed = time.perf_counter() - t0
-        peak = _status()["VmHWM"] if resettable else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        if i >= warmup:
-            times.append(elapsed)
-            peaks.append(max(peak - base, 0) / 1024)
-    return {"seconds": median(times), "min_seconds": min(times), "peak_mib": median(peaks),
-            "value": float(value)}
+def _one_round(run_round) -> dict:
+    """One timed round: wall seconds and the peak resident memory over the round's start (MiB)."""
+    resettable = _reset_peak()
+    if resettable:
+        base = _status()["VmRSS"]
+    else:
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    value = run_round()
+    elapsed = time.perf_counter() - t0
+    peak = _status()["VmHWM"] if resettable else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"seconds": elapsed, "peak_mib": max(peak - base, 0) / 1024, "value": float(value)}
+
+
+def serve(run_round) -> None:
+    """The child's side: one round for each ``round`` line on stdin, its figures as a JSON line."""
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "round":
+            break
+        print(json.dumps(_one_round(run_round)), flush=True)
 
 
 def _pointwise(engine, lib, n):
@@ -178,13 +185,14 @@ def _softmax(engine, lib, n):
     return run_round
 
 
-def child(engine: str, case: str, args) -> dict:
+def child(engine: str, case: str, args):
+    """The case's round function in this engine (None: torch is not installed)."""
     if engine == "gradcli":
         import gradcli as lib
     elif engine == "torch":
         lib = import_torch(args.threads)
         if lib is None:
-            return {"skipped": "torch not installed"}
+            return None
     elif engine == "numpy":
         lib = None
     else:
@@ -197,7 +205,7 @@ def child(engine: str, case: str, args) -> dict:
         run_round = _softmax(engine, lib, args.n)
     else:
         raise SystemExit(f"unknown case {case}")
-    return _measure(run_round, args.rounds)
+    return run_round
 
 
 CASES = ("pointwise", "matmul", "softmax")
@@ -213,31 +221,63 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2048)
     ap.add_argument("--dim", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pause", type=float, default=0.5,
+                    help="seconds between rounds: idle threads of the engine before stop spinning")
     ap.add_argument("--threads", type=int, default=2, help="torch.set_num_threads in torch's process")
     ap.add_argument("--engines", nargs="+", default=["gradcli", "torch", "numpy"])
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--case", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.case, args)))
+        run_round = child(args.child, args.case, args)
+        if run_round is None:
+            print(json.dumps({"skipped": "torch not installed"}), flush=True)
+            return
+        serve(run_round)
         return
 
     print(machine() + f"; torch threads {args.threads}; load average "
           + " ".join(f"{v:.2f}" for v in os.getloadavg()))
     for case in args.cases:
         print(f"\n{case}: " + TITLES[case].format(n=args.n, rows=args.rows, dim=args.dim))
-        results = {}
-        for engine in args.engines:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", engine, "--case", case, "--n", str(args.n),
-                 "--rows", str(args.rows), "--dim", str(args.dim), "--rounds", str(args.rounds),
-                 "--threads", str(args.threads)],
-                capture_output=True, text=True, cwd=ROOT)
-            if proc.returncode != 0:
-                print(f"{engine}: failed\n{proc.stderr[-2000:]}")
-                continue
-            results[engine] = json.loads(proc.stdout.strip().splitlines()[-1])
-        print(_table(results))
+        print(_table(_run_case(case, args)))
+
+
+def _run_case(case: str, args) -> dict:
+    """Every engine in its own process, all started first, then round by round in turn (engine A,
+    B, C, A, B, C...) so that the machine's load falls on all alike; medians after one warm-up."""
+    procs, results = {}, {}
+    for engine in args.engines:
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--child", engine, "--case", case, "--n", str(args.n),
+             "--rows", str(args.rows), "--dim", str(args.dim), "--threads", str(args.threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        first = proc.stdout.readline()
+        reply = json.loads(first) if first.strip() else {"skipped": f"failed (exit {proc.wait()})"}
+        if "skipped" in reply:
+            results[engine] = reply
+            proc.stdin.close()
+            proc.wait()
+        else:
+            procs[engine] = proc
+    rounds = {engine: [] for engine in procs}
+    for i in range(1 + args.rounds):
+        for engine, proc in procs.items():
+            time.sleep(args.pause)  # the last engine's idle BLAS/OpenMP threads spin for a while
+            proc.stdin.write("round\n")
+            proc.stdin.flush()
+            line = proc.stdout.readline()
+            if not line.strip():
+                raise SystemExit(f"{engine} failed (exit {proc.wait()})")
+            if i:
+                rounds[engine].append(json.loads(line))
+    for engine, proc in procs.items():
+        proc.stdin.close()
+        proc.wait()
+        rs = rounds[engine]
+        results[engine] = {"seconds": median([r["seconds"] for r in rs]), "min_seconds": min(r["seconds"] for r in rs),
+                           "peak_mib": median([r["peak_mib"] for r in rs]), "value": rs[-1]["value"]}
+    return {engine: results[engine] for engine in args.engines if engine in results}
 
 
 def _table(results: dict) -> str:

@@ -5,9 +5,11 @@ a 10,000-deep nesting, a 100,000-term sum or ``with`` blocks nested 500 deep nev
 Python's recursion limit; blocks (``if``, loops, ``with``) run on a stack of frames, and calls
 of the program's own functions on the driver's stack of generators (:meth:`Evaluator._drive`).
 What each statement and each kind of expression does is looked up in one table per kind
-(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). Values and operators are
-:mod:`gradcli.lang.values`; everything a program can name or call goes through
-:mod:`gradcli.lang.sandbox`.
+(:data:`_BLOCKS`, :data:`gradcli.lang.statements.STATEMENTS`, :data:`_EXPRESSIONS`). An
+expression that runs again (in a loop or a function) is compiled once to flat code
+(:mod:`gradcli.lang.code`) and kept: a loop's statements cost a few microseconds each beyond
+their ops (``benchmarks/bench_loop.py``). Values and operators are :mod:`gradcli.lang.values`;
+everything a program can name or call goes through :mod:`gradcli.lang.sandbox`.
 
 Commands watch a run through :class:`Observer` objects (``Evaluator(observers=[...])``):
 ``gradcli graph`` remembers names and the last tensor (:mod:`gradcli.cli.graph`), ``gradcli
@@ -26,15 +28,17 @@ from ..errors import GradcliError, GradNameError, GradSyntaxError, GradTypeError
 from ..limits import (DEADLINE, LIMITS, POLL_STEPS, check_output, poll, poll_memory, start_run,
                       timeout_error)
 from . import modules, sandbox
+from ..ops.registry import BINARY_OPERATORS
 from .ast import (
-    Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, For, FormattedValue,
-    FString, If, IfExp, Lambda, ListComp, ListExpr, Name, Not, Num, Return, Slice, Str, Subscript,
+    Assign, Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, ExprStmt, For,
+    FormattedValue, FString, If, IfExp, Lambda, ListComp, ListExpr, Name, Not, Num, Return, Slice, Str, Subscript,
     TupleExpr, UnaryOp, While, With, DictExpr,
 )
+from .code import APPLY, ATTRIBUTE, BINARY, CALL, COMPARE, CONST, JUMP, JUMP_UNLESS, NAME, SHORT, UNARY, compile_expression
 from .implicit_backward import run_implicit_backward
 from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
-from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, registered_builtins, suggest
+from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, TENSOR_ATTRS, TENSOR_METHODS, registered_builtins, suggest
 from .values import (
     _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
@@ -91,17 +95,18 @@ class Observer:
 
 class _Push:
     """What a combine step returns when the node's value is another node's (``a and b``, ``x if c
-    else y``): the evaluation stack evaluates that node in its place."""
+    else y``): the walk evaluates that node in its place."""
     __slots__ = ("node",)
 
     def __init__(self, node):
         self.node = node
 
 
+_BACKWARD, _GRAD_FN = EXPLICIT_BACKWARD  # backward() and grad(): the program differentiates itself
+
 # Kinds of block frames (statement stacks) besides a plain block.
 _WITH, _FOR, _WHILE, _IF = "with", "for", "while", "if"
 _DONE = object()
-_TOP_FRAMES = (None, _WITH)  # a statement here is one of the program's top-level statements
 
 
 class Evaluator(Statements):
@@ -133,6 +138,8 @@ class Evaluator(Statements):
         for observer in reversed(self.observers):
             call = partial(observer.on_call, call_next=call)
         self._call = call  # the first observer's on_call, ..., then the call itself
+        self._codes: dict = {}  # expression node -> its code, for those that run again (loops, functions)
+        self._hot = False  # whether the statement running now is in a loop or a function
 
     # ----------------------------------------------------------------- running a program
     def run(self, program) -> RunResult:
@@ -231,6 +238,7 @@ class Evaluator(Statements):
             _GRAD.enabled = fn.grad_mode
         try:
             if fn.is_lambda:
+                self._hot = True  # a function's body runs again: its code is kept
                 return (yield from self._eval_gen(fn.body, scope))
             return (yield from self._block_gen(fn.body, scope))
         finally:
@@ -241,9 +249,13 @@ class Evaluator(Statements):
     # ----------------------------------------------------------------- blocks
     def _block_gen(self, body, scope):
         """Run a block (``scope`` None: the program's top level, else a call's variables) on an
-        explicit stack of frames ``[statements, next index, kind, state]``: nested blocks, loops
-        and ``with`` never recurse. Returns the value of a ``return``."""
-        frames = [[body, 0, None, None]]
+        explicit stack of frames ``[statements, next index, kind, state, top, hot]``: nested
+        blocks, loops and ``with`` never recurse. ``top``: the frame's statements are the
+        program's own top-level ones (not in a function, loop or ``if``); ``hot``: they may run
+        again (in a loop or a function), so their expressions' code is kept. Returns the value
+        of a ``return``."""
+        frames = [[body, 0, None, None, scope is None, scope is not None]]
+        local = scope if scope is not None else _EMPTY
         try:
             while frames:
                 frame = frames[-1]
@@ -257,14 +269,23 @@ class Evaluator(Statements):
                         if item is _DONE:
                             frames.pop()
                         else:
-                            self._tick(stmt)
-                            self._bind_target(stmt.target, item, scope, stmt)
+                            self.steps += 1
+                            if self.steps >= self._next_check:
+                                self._check_steps(stmt)
+                            target = stmt.target
+                            if target.__class__ is Name:
+                                self._assign_name(target.id, item, scope)
+                            else:
+                                self._bind_target(target, item, scope, stmt)
                             frame[1] = 0
                         continue
                     if kind is _WHILE:
                         stmt = frame[3]
-                        self._tick(stmt)
-                        test = yield from self._eval_gen(stmt.test, scope or _EMPTY)
+                        self.steps += 1
+                        if self.steps >= self._next_check:
+                            self._check_steps(stmt)
+                        self._hot = True
+                        test = yield from self._eval_gen(stmt.test, local)
                         if self._truth(test, stmt.test):
                             frame[1] = 0
                         else:
@@ -276,31 +297,66 @@ class Evaluator(Statements):
                     continue
                 frame[1] = i + 1
                 stmt = stmts[i]
-                self._tick(stmt)
-                top = scope is None and frame[2] in _TOP_FRAMES and all(f[2] in _TOP_FRAMES for f in frames)
-                cls = stmt.__class__
-                if cls not in _BLOCKS:
-                    yield from self._simple_gen(stmt, scope, top)
+                self.steps += 1  # a step (--max-steps); the checks run every POLL_STEPS steps
+                if self.steps >= self._next_check:
+                    self._check_steps(stmt)
+                self._hot = frame[5]
+                execute = _STATEMENTS.get(stmt.__class__)
+                if execute is None:  # a statement that opens or leaves a block
+                    if stmt.__class__ is Return:
+                        if scope is None:
+                            if frame[4]:
+                                self.last_stmt, self.last_value = stmt, None
+                            raise GradSyntaxError("'return' outside function").at(stmt.line, stmt.column)
+                        return None if stmt.value is None else (yield from self._eval_gen(stmt.value, scope))
+                    yield from self._block_statement(stmt, scope, frames, frame)
                     continue
+                # a simple statement (inline: this is the evaluator's most frequent path)
+                if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
+                    raise timeout_error().at(stmt.line, stmt.column)
+                top = frame[4]
+                observed = scope is None and self.observers
+                if observed:
+                    for observer in self.observers:
+                        observer.before_statement(stmt)
                 if top:
-                    self.last_stmt, self.last_value = stmt, None
-                if cls is Return:
-                    if scope is None:
-                        raise GradSyntaxError("'return' outside function").at(stmt.line, stmt.column)
-                    if stmt.value is None:
-                        return None
-                    return (yield from self._eval_gen(stmt.value, scope))
-                if cls is Break or cls is Continue:
-                    self._leave_loop(frames, stmt)
-                    continue
-                new = yield from _BLOCKS[cls](self, stmt, scope)
-                if new is not None:
-                    frames.append(new)
+                    self.last_stmt = stmt
+                cls = stmt.__class__  # the two most frequent statements inline: one generator less
+                if cls is Assign and not stmt.unpack:
+                    value = yield from self._eval_gen(stmt.value, local)
+                    self._assign_name(stmt.targets[0], value, scope)
+                elif cls is ExprStmt:
+                    value = yield from self._eval_gen(stmt.value, local)
+                else:
+                    value = yield from execute(self, stmt, scope)
+                if top:
+                    self.last_value = value
+                if observed:
+                    for observer in self.observers:
+                        observer.after_statement(stmt, value)
             return None
         finally:
             for frame in reversed(frames):
                 if frame[2] is _WITH:
                     frame[3].__exit__(None, None, None)
+
+    def _block_statement(self, stmt, scope, frames, frame):
+        """A statement that opens a block (pushed on ``frames``) or leaves a loop."""
+        cls = stmt.__class__
+        if frame[4]:
+            self.last_stmt, self.last_value = stmt, None
+        if cls is Break or cls is Continue:
+            self._leave_loop(frames, stmt)
+            return
+        rule = _BLOCKS.get(cls)
+        if rule is None:
+            raise GradTypeError(f"unsupported statement {type(stmt).__name__}").at(stmt.line, stmt.column)
+        new = yield from rule(self, stmt, scope)
+        if new is not None:
+            kind = new[2]
+            new.append(frame[4] and kind is _WITH)  # top: the program's own level (a with block's too)
+            new.append(frame[5] or kind is _FOR or kind is _WHILE)  # hot: runs again
+            frames.append(new)
 
     @staticmethod
     def _leave_loop(frames, stmt) -> None:
@@ -353,29 +409,6 @@ class Evaluator(Statements):
         except GradcliError as err:
             raise err.at(node.line, node.column)
 
-    def _simple_gen(self, stmt, scope, top):
-        """A simple statement. Observers see those of the program's own level (``scope`` None:
-        in loops and ``if`` too, not inside functions); ``top`` ones (not in a loop or ``if``)
-        are also what the implicit backward reads."""
-        if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
-            raise timeout_error().at(stmt.line, stmt.column)
-        observed = scope is None and self.observers
-        if observed:
-            for observer in self.observers:
-                observer.before_statement(stmt)
-        if top:
-            self.last_stmt = stmt
-        execute = _STATEMENTS.get(stmt.__class__)
-        if execute is None:
-            raise GradTypeError(f"unsupported statement {type(stmt).__name__}").at(stmt.line, stmt.column)
-        value = yield from execute(self, stmt, scope)
-        if top:
-            self.last_value = value
-        if observed:
-            for observer in self.observers:
-                observer.after_statement(stmt, value)
-        return value
-
     # ----------------------------------------------------------------- binding names
     def _bind(self, name: str, value) -> None:
         if name not in self.env:
@@ -386,10 +419,12 @@ class Evaluator(Statements):
             observer.on_bind(name, value)
 
     def _assign_name(self, name, value, scope) -> None:
-        if scope is None:
-            self._bind(name, value)
-        else:
+        if scope is not None:
             scope[name] = value
+        elif name in self.env and not self.observers:  # bound again, nobody watching: the usual case in a loop
+            self.env[name] = value
+        else:
+            self._bind(name, value)
 
     def _bind_target(self, target, value, scope, stmt) -> None:
         """Bind a loop's target (a name or nested tuples of names) to ``value``; explicit stack."""
@@ -407,7 +442,91 @@ class Evaluator(Statements):
 
     # ----------------------------------------------------------------- expressions
     def _eval_gen(self, node, scope):
-        """Evaluate an expression iteratively (explicit stack; no recursion on depth).
+        """Evaluate an expression: one that runs again (in a loop or a function) by its code
+        (:mod:`gradcli.lang.code`, compiled once and kept) on a stack of values, one that runs
+        once by walking its tree (:meth:`_walk_gen`); no recursion on depth. A call of one of the program's functions is a :class:`_Pending`
+        that this generator hands to the driver; its value comes back at the ``yield``."""
+        code = self._codes.get(node)
+        if code is None:
+            if not self._hot:
+                return (yield from self._walk_gen(node, scope))
+            code = self._codes[node] = compile_expression(node, _EXPRESSIONS)
+        values: list = []
+        push = values.append
+        pop = values.pop
+        env = self.env
+        i, end, n = 0, len(code), node
+        try:
+            while i < end:
+                op, n, arg = code[i]
+                i += 1
+                if op == NAME:
+                    if arg in scope:
+                        push(scope[arg])
+                    elif arg in env:
+                        push(env[arg])
+                    else:
+                        push(self._lookup(arg, n, scope))
+                elif op == CONST:
+                    push(arg)
+                elif op == BINARY:
+                    b = pop()
+                    a = values[-1]
+                    if a.__class__ is Tensor and b.__class__ is Tensor and arg in BINARY_OPERATORS:
+                        values[-1] = BINARY_OPERATORS[arg](a, b)
+                    else:
+                        values[-1] = binary_op(arg, a, b)
+                elif op == ATTRIBUTE:
+                    obj = values[-1]
+                    get = TENSOR_ATTRS.get(arg) if obj.__class__ is Tensor else None
+                    values[-1] = get(obj) if get is not None else sandbox.attribute(obj, arg)
+                elif op == CALL:
+                    if arg:
+                        args = values[-arg:]
+                        del values[-arg:]
+                    else:
+                        args = []
+                    value = self._eval_call(n, args, scope)
+                    if value.__class__ is _Pending:
+                        value = yield value
+                    push(value)
+                elif op == APPLY:
+                    count, combine = arg
+                    if count:
+                        args = values[-count:]
+                        del values[-count:]
+                    else:
+                        args = []
+                    push(combine(self, n, args, scope))
+                elif op == COMPARE:
+                    b = pop()
+                    values[-1] = compare(arg, values[-1], b)
+                elif op == UNARY:
+                    values[-1] = unary_op(arg, values[-1])
+                elif op == SHORT:
+                    if truth(values[-1]) == (n.op == "or"):  # "or" stops at a true value, "and" at a false one
+                        i = arg
+                    else:
+                        pop()
+                elif op == JUMP_UNLESS:
+                    if not truth(pop()):
+                        i = arg
+                elif op == JUMP:
+                    i = arg
+                else:  # LISTCOMP
+                    push((yield from self._listcomp_gen(n, scope)))
+        except GradcliError as err:
+            raise err.at(n.line, n.column)
+        except RecursionError:
+            raise LimitError("maximum recursion depth exceeded: a hook that calls itself (directly "
+                             "or through backward()), or values nested too deeply").at(n.line, n.column) from None
+        except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
+            raise translate_exception(exc).at(n.line, n.column) from None
+        return values[-1]
+
+    def _walk_gen(self, node, scope):
+        """Evaluate an expression once, walking its tree (explicit stack; no recursion on depth):
+        for those that run once (compiling them first would cost more than the walk).
 
         Stack entries are ``(node, None, 0)`` for a node to visit, and ``(node, combine,
         count)`` once its ``count`` children are being evaluated; their values are then the
@@ -466,6 +585,7 @@ class Evaluator(Statements):
         scope of their own (its names do not leak, as in Python 3)."""
         local = dict(scope)
         generators = n.generators
+        self._hot = True  # its clauses and element run once an item: their code is kept
         out: list = []
         first = yield from self._eval_gen(generators[0].iter, local)
         iterators = [iterate(first)]
@@ -514,13 +634,26 @@ class Evaluator(Statements):
 
     # ----------------------------------------------------------------- calls
     def _eval_call(self, n, args, scope):
+        """A call: ``args`` (a list of its own) holds the values of the object (a method's),
+        the positional arguments, then the keyword arguments' values."""
         func = n.func
-        nkw = len(n.kwargs)
         kwargs = {}
-        if nkw:
-            for (key, _), value in zip(n.kwargs, args[len(args) - nkw:]):
+        if n.kwargs:
+            first = len(args) - len(n.kwargs)
+            for (key, _), value in zip(n.kwargs, args[first:]):
                 kwargs[key] = value
-            args = args[:len(args) - nkw]
+            del args[first:]
+        if func.__class__ is Attribute:
+            obj = args[0]
+            name = func.attr
+            if name == "backward" or name == "grad":
+                self.explicit_backward = True
+            if obj.__class__ is Module:  # torch.ones(2), F.relu(x)
+                return self._call_value(modules.member(obj, name), args[1:], kwargs, n)
+            fn = TENSOR_METHODS.get(name) if obj.__class__ is Tensor else None
+            if fn is None:
+                fn = sandbox.method(obj, name)
+            return self._call(fn, args, kwargs, n)  # the object is the first argument
         if func.__class__ is Name:
             name = func.id
             if name in scope or name in self.env:
@@ -530,15 +663,6 @@ class Evaluator(Statements):
             if fn is None:
                 raise GradNameError(f"unknown function '{name}'{suggest(name, self.builtins)}")
             return self._call(fn, args, kwargs, n)
-        if func.__class__ is Attribute:
-            obj, args = args[0], args[1:]
-            name = func.attr
-            if name == "backward" or name == "grad":
-                self.explicit_backward = True
-            if obj.__class__ is Module:  # torch.ones(2), F.relu(x)
-                return self._call_value(modules.member(obj, name), args, kwargs, n)
-            fn = sandbox.method(obj, name)
-            return self._call(fn, (obj, *args), kwargs, n)
         return self._call_value(args[0], args[1:], kwargs, n)
 
     def _call_value(self, target, args, kwargs, n):
@@ -553,10 +677,23 @@ class Evaluator(Statements):
         """The call itself, once the observers have seen it."""
         if DEADLINE.expired:
             poll()
-        sandbox.check_arguments(args, kwargs)
-        if fn is EXPLICIT_BACKWARD[0] or fn is EXPLICIT_BACKWARD[1]:
+        for v in args:  # sandbox.check_arguments, inline
+            if isinstance(v, str):
+                sandbox.check_arguments(args, None)
+                break
+        if kwargs:
+            sandbox.check_arguments((), kwargs)
+        if fn is _BACKWARD or fn is _GRAD_FN:
             self.explicit_backward = True
-        return sandbox.call(fn, args, kwargs)
+        try:  # sandbox.call, inline (a frame less on every call)
+            return fn(*args, **kwargs)
+        except GradcliError:
+            raise
+        except (TypeError, AttributeError, KeyError) as exc:
+            err = sandbox.call_error(fn, args, kwargs, exc)
+            if err is exc:
+                raise
+            raise err from None
 
     def _print(self, *args, sep=" ", end="\n", flush=False):
         left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text
@@ -578,20 +715,18 @@ def _listed(value) -> bool:
 # ------------------------------------------------------------------------------ the dispatch tables
 
 
-# Statements that open a block (their rule returns the new frame) or leave one.
+# Statements that open a block: their rule returns the new frame (``return``, ``break`` and
+# ``continue`` are the block loop's own).
 _BLOCKS = {
     If: Evaluator._if_gen,
     For: Evaluator._for_gen,
     While: Evaluator._while_gen,
     With: Evaluator._with_gen,
-    Return: None,
-    Break: None,
-    Continue: None,
 }
 
 
 class _NoneChild:
-    """Stands for an absent part of a slice (``x[1:]``) on the evaluation stack."""
+    """Stands for an absent part of a slice (``x[1:]``) on the walk's stack."""
     __slots__ = ()
     line = column = 0
 
@@ -648,6 +783,8 @@ def _fstring(ev, n, args, scope):
 
 # node class -> (children, combine): ``children(node)`` lists the sub-expressions to evaluate
 # first (None: a leaf), ``combine(evaluator, node, their values, scope)`` gives the node's value.
+# The walk (Evaluator._walk_gen) reads all of it; the compiler (gradcli.lang.code) has its own
+# instructions for the frequent kinds and one APPLY of this table's combine for the rest.
 _EXPRESSIONS = {
     Name: (None, lambda ev, n, args, scope: ev._lookup(n.id, n, scope)),
     Num: (None, lambda ev, n, args, scope: n.value),

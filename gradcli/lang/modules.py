@@ -191,7 +191,7 @@ def members(module_name: str) -> dict:
     joins), cached while the registry does not change."""
     functions = registry.FUNCTIONS
     key = (id(functions), len(functions), next(reversed(functions), None),
-           sum(len(table) for table in registry.NAMESPACES.values()))
+           sum(map(len, registry.NAMESPACES.values())))
     cached = _CACHE.get(module_name)
     if cached is not None and cached[0] == key:
         return cached[1]

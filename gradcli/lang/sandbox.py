@@ -404,9 +404,11 @@ del CONSTANTS["float"]
 
 def check_arguments(args, kwargs):
     """Refuse arguments no function needs (a string of more than 10,000 characters)."""
-    for v in (*args, *kwargs.values()):
+    for v in args:
         if isinstance(v, str) and len(v) > 10_000:
             raise LimitError("string argument too long")
+    if kwargs:
+        check_arguments(tuple(kwargs.values()), None)
 
 
 def call(fn, args, kwargs):
@@ -415,13 +417,21 @@ def call(fn, args, kwargs):
         return fn(*args, **kwargs)
     except GradcliError:
         raise
-    except TypeError as exc:
-        raise GradTypeError(_wrong_argument(fn, args, kwargs) or _clean_type_error(exc)) from None
-    except (AttributeError, KeyError):  # an op reached into a number, None or a lambda as if a tensor
-        message = _wrong_argument(fn, args, kwargs)
-        if message is None:
+    except (TypeError, AttributeError, KeyError) as exc:
+        err = call_error(fn, args, kwargs, exc)
+        if err is exc:
             raise
-        raise GradTypeError(message) from None
+        raise err from None
+
+
+def call_error(fn, args, kwargs, exc: Exception) -> Exception:
+    """The error for ``fn(*args, **kwargs)`` having raised ``exc`` (a TypeError, or an AttributeError
+    or KeyError where an op reached into a number, None or a lambda as if a tensor): torch's
+    words for a wrong argument, or ``exc`` itself where there is nothing better to say."""
+    message = _wrong_argument(fn, args, kwargs)
+    if isinstance(exc, TypeError):
+        return GradTypeError(message or _clean_type_error(exc))
+    return exc if message is None else GradTypeError(message)
 
 
 _TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))

@@ -124,13 +124,25 @@ def check_operand(v, op, allow_none=False):
 
 
 _SEQUENCES = (str, list, tuple)
+# Short paths of binary_op, each what its general path does for these operands: a tensor with a
+# number (Python's operator: the tensor's own), two numbers (``+ - *``: Python's, within the int cap).
+_PLAIN = frozenset((int, float, Tensor))
+_TENSOR_NUMBER = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+                  "**": operator.pow}
+_NUMBER_NUMBER = {"+": lambda a, b: check_int(a + b), "-": lambda a, b: check_int(a - b),
+                  "*": lambda a, b: check_int(a * b)}
 MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
 
 
 def binary_op(op, a, b):
     """``a op b`` for ``op`` in ``+ - * / @ ** % //``."""
-    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:  # the common case
+    ca, cb = a.__class__, b.__class__
+    if ca is Tensor and cb is Tensor and op in BINARY_OPERATORS:  # the common case
         return BINARY_OPERATORS[op](a, b)  # the function the op declared for its operator
+    if ca in _PLAIN and cb in _PLAIN:  # a tensor and a number, or two numbers: what the checks below allow
+        fn = (_TENSOR_NUMBER if ca is Tensor or cb is Tensor else _NUMBER_NUMBER).get(op)
+        if fn is not None:
+            return fn(a, b)
     if isinstance(a, _SEQUENCES) or isinstance(b, _SEQUENCES):
         return _sequence_op(op, a, b)
     check_operand(a, op)

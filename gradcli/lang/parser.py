@@ -117,7 +117,7 @@ def _build_parser(cache: bool = True):
     import_lark()
     from lark import Lark
 
-    from .postlex import GradIndenter
+    from .lark_adapter import GradIndenter
     grammar = grammar_text()
     cache_fn = _cache_path(grammar) if cache else None
     if cache_fn:
@@ -131,8 +131,8 @@ def _build_parser(cache: bool = True):
 
 
 def _lark_options(indenter) -> dict:
-    from .builder import ASTBuilder
-    return dict(parser="lalr", lexer="contextual", postlex=indenter, transformer=ASTBuilder(),
+    from .lark_adapter import LarkASTBuilder
+    return dict(parser="lalr", lexer="contextual", postlex=indenter, transformer=LarkASTBuilder(),
                 start="start", maybe_placeholders=True)
 
 

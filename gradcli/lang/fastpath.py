@@ -13,6 +13,13 @@ callback). :class:`FastPath` does the same work in two tight loops:
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
 
+The tables come from a loaded Lark parser (:func:`tables_from_lark`) as plain data -- the combined
+pattern, the ignored and newline terminals, the LALR action/goto table, and per rule what Lark's
+parse-tree builder does around the builder's method (``?rule`` with one child, tokens filtered
+out or kept by ``!rule``, absent ``[...]`` parts, ``_rule`` spliced, ``-> alias``, children
+inline) -- which :mod:`gradcli.lang.parser` caches with ``marshal``; :class:`FastPath` is built
+from them without importing lark.
+
 The grammar stays the only definition of the language: nothing here knows a terminal or a rule.
 It differs from Lark's path in one way only: the contextual lexer tries, in each parser state,
 just the terminals that state accepts, and this tokenizer tries them all (in the same order). On

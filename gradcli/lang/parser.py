@@ -13,6 +13,12 @@ huge lines -- is a :class:`gradcli.errors.GradSyntaxError` with a one-line messa
 
 This module also owns the Lark parser's life: lark is imported on the first parse, not with
 this module (start-up time), and Lark's analysis of the grammar is cached per user on disk.
+Beside it, the first parse writes the fast path's tables as plain data (:mod:`gradcli.lang.fastpath`,
+``marshal``); with them a later process parses every valid program through the fast path without
+importing lark at all (lark costs ~0.5x numpy's import time: its import, loading the parser,
+compiling its lexers). Lark's path remains the reference: it parses when there are no cached
+tables yet, when they are stale or corrupt, with ``GRADCLI_NO_CACHE=1``, and whenever the fast
+path declines (any error), so errors are worded by Lark's path, as before.
 
 Language notes (decisions where SPEC §2 is silent): no chained comparisons or chained
 assignment; Python keywords the language does not use (``if``, ``for``, ``and``, ``not``,

@@ -213,25 +213,27 @@ def preload() -> None:
 
 def _tables_path() -> str | None:
     """The cache file of the fast path's plain tables, next to Lark's cache, or None. Its name is
-    keyed by the grammar, the lark and Python versions and the tables' format, read without
-    importing lark (the version from lark's ``__init__.py``): a grammar changed or lark
-    upgraded names another file."""
+    keyed by a hash (CRC-32: ``hashlib`` costs 3 ms of a start) of the grammar, the lark and
+    Python versions and the tables' format, read without importing lark (the version from
+    lark's ``__init__.py``): a grammar changed or lark upgraded names another file, and the
+    whole key, kept inside the file, is checked on loading."""
     base = _cache_dir()
     if base is None:
         return None
     try:
-        import hashlib
-        import sys
-
-        from .fastpath import TABLES_FORMAT
-        key = _tables_key(grammar_text(), _lark_version(), sys.version_info[:2], TABLES_FORMAT)
-        return os.path.join(base, f"grammar-{hashlib.sha256(key.encode('utf-8', 'replace')).hexdigest()[:16]}.fast-tables")
+        import zlib
+        key = _tables_key()
+        return os.path.join(base, f"grammar-{zlib.crc32(key.encode('utf-8', 'replace')):08x}"
+                                  f"-{len(key):x}.fast-tables")
     except Exception:
         return None
 
 
-def _tables_key(grammar: str, lark_version: str, python: tuple, fmt: int) -> str:
-    return f"{grammar}\0{lark_version}\0{python}\0{fmt}"
+def _tables_key() -> str:
+    import sys
+
+    from .fastpath import TABLES_FORMAT
+    return f"{grammar_text()}\0{_lark_version()}\0{sys.version_info[:2]}\0{TABLES_FORMAT}"
 
 
 def _lark_version() -> str:
@@ -259,13 +261,12 @@ def _load_fast():
         return None
     try:
         import marshal
-        import sys
 
-        from .fastpath import TABLES_FORMAT, FastPath
+        from .fastpath import FastPath
         from .postlex import PostLexer
         with open(path, "rb") as f:
             key, tables = marshal.loads(f.read())
-        if key != _tables_key(grammar_text(), _lark_version(), sys.version_info[:2], TABLES_FORMAT):
+        if key != _tables_key():
             return None
         return FastPath(tables, PostLexer())
     except Exception:
@@ -280,12 +281,10 @@ def _write_tables(lark) -> None:
         return
     try:
         import marshal
-        import sys
         import tempfile
 
-        from .fastpath import TABLES_FORMAT, tables_from_lark
-        key = _tables_key(grammar_text(), _lark_version(), sys.version_info[:2], TABLES_FORMAT)
-        data = marshal.dumps((key, tables_from_lark(lark)))
+        from .fastpath import tables_from_lark
+        data = marshal.dumps((_tables_key(), tables_from_lark(lark)))
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".fast-tables-")
         try:
             with os.fdopen(fd, "wb") as f:

@@ -48,11 +48,18 @@ def lark_path(text: str):
     return syntax._get_parser().parse(text)
 
 
+_FAST = []
+
+
 def fast_path(text: str):
-    """The tree by the fast path, or None where it declines."""
-    syntax._fast_parse("x\n")  # builds it
+    """The tree by the fast path (built from Lark's parser by way of its plain tables), or None
+    where it declines."""
+    if not _FAST:
+        from gradcli.lang.fastpath import FastPath
+        from gradcli.lang.postlex import PostLexer
+        _FAST.append(FastPath.from_lark(syntax._get_parser(), PostLexer()))
     del builder.PENDING_FIELDS[:]
-    return syntax._fast.parse(text)
+    return _FAST[0].parse(text)
 
 
 def outcome(source: str):
@@ -241,7 +248,12 @@ def test_long_programs_keep_every_error_exactly(monkeypatch, error, where):
 
 
 def test_long_programs_take_the_fast_path(monkeypatch):
+    """Without the fast path's cached tables (see test_parse_cache.py for with), only long texts
+    take it, built from Lark's parser."""
     real = syntax._get_parser()
+    monkeypatch.setattr(syntax, "_load_fast", lambda: None)
+    monkeypatch.setattr(syntax, "_fast", None)
+    monkeypatch.setattr(syntax, "_fast_from_lark", True)
     calls = []
 
     class Spy:  # Lark's parser, counting its parses
@@ -252,12 +264,13 @@ def test_long_programs_take_the_fast_path(monkeypatch):
             calls.append(len(text))
             return real.parse(text, *args, **kwargs)
 
-    syntax._fast_parse("x\n")
     monkeypatch.setattr(syntax, "_parser", Spy())
-    program = syntax.parse(big_program(3000))
-    assert calls == [] and len(program.body) == 1
-    syntax.parse("y = x * 2\n")  # short: Lark's path
-    assert calls == [len("y = x * 2\n")]
+    syntax.parse("y = x * 2\n")  # short, no fast path yet: Lark's path
+    assert calls == [len("y = x * 2\n")] and syntax._fast is False
+    program = syntax.parse(big_program(3000))  # long: the fast path is built and parses it
+    assert len(calls) == 1 and len(program.body) == 1 and syntax._fast
+    syntax.parse("y = x * 3\n")  # once built, it parses short texts too
+    assert len(calls) == 1
     syntax.parse(big_program(3000) + "w = x isnot y\n")  # declined: Lark's path
     assert len(calls) == 2
 
@@ -332,5 +345,5 @@ def test_the_fast_path_runs_on_a_parser_loaded_from_lark_s_cache(tmp_path, monke
     trees = []
     for lark in (fresh, cached):
         del builder.PENDING_FIELDS[:]
-        trees.append(dump(FastPath(lark, GradIndenter()).parse(text)))
+        trees.append(dump(FastPath.from_lark(lark, GradIndenter()).parse(text)))
     assert trees[0] == trees[1] == dump(lark_path(text))

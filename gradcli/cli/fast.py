@@ -124,8 +124,7 @@ def _preload(name: str, kwargs: dict) -> None:
         from ..present import tables as render  # noqa: F401
         from . import session  # noqa: F401
         from ..lang import parser
-        parser.import_lark()
-        import lark  # noqa: F401
+        parser.preload()  # the fast path's cached tables, or lark where there are none
         if name == "eval" and not kwargs.get("json_"):
             import rich.console  # noqa: F401
             import rich.table  # noqa: F401

@@ -1,25 +1,24 @@
-"""The AST builder: a Lark ``Transformer`` with one method per grammar rule, each building a node.
+"""The AST builder: one method per grammar rule, each building a node.
 
-It is embedded in the LALR parser (``Lark(..., transformer=ASTBuilder())``, see
+It is embedded in the LALR parser (``Lark(..., transformer=LarkASTBuilder())``, see
 :mod:`gradcli.lang.parser`): Lark calls a method each time the parser reduces a rule, so the
 tree is built bottom-up by the parser's own explicit stack and nothing here recurses on the
 program's depth (a standalone ``transform()`` would). Each method is named after its rule or
 the rule's ``-> alias`` in ``grammar/gradcli.lark`` and receives the rule's children as
-arguments (``@v_args(inline=True)``): the nodes it built for sub-rules, and the tokens that the
+arguments (lark's ``@v_args(inline=True)``, which :mod:`gradcli.lang.lark_adapter` applies; the
+fast path calls them the same way): the nodes it built for sub-rules, and the tokens that the
 grammar keeps (``!rule``) for their positions. An optional part that is absent (``[...]``)
 comes as None.
 
 Checks that the grammar cannot express are made here, with their messages: assignment
 targets, ``del`` targets, repeated keyword arguments, keywords used as names, number literals
-and string escapes. This module imports lark: the parser loads it lazily.
+and string escapes. This module does not import lark (the fast path builds with it without lark).
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
-
-from lark import Transformer, v_args
 
 from ..errors import GradSyntaxError
 from .ast import (
@@ -44,8 +43,7 @@ def _error_at(message: str, where: Any) -> GradSyntaxError:
     return GradSyntaxError(message, line=where.line, column=where.column)
 
 
-@v_args(inline=True)
-class ASTBuilder(Transformer):
+class ASTBuilder:
     """Builds the AST while Lark's LALR parser reduces rules (see the module docstring)."""
 
     # ----------------------------------------------------------------- program / statements

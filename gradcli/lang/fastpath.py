@@ -13,6 +13,13 @@ callback). :class:`FastPath` does the same work in two tight loops:
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
 
+The tables come from a loaded Lark parser (:func:`tables_from_lark`) as plain data -- the combined
+pattern, the ignored and newline terminals, the LALR action/goto table, and per rule what Lark's
+parse-tree builder does around the builder's method (``?rule`` with one child, tokens filtered
+out or kept by ``!rule``, absent ``[...]`` parts, ``_rule`` spliced, ``-> alias``, children
+inline) -- which :mod:`gradcli.lang.parser` caches with ``marshal``; :class:`FastPath` is built
+from them without importing lark.
+
 The grammar stays the only definition of the language: nothing here knows a terminal or a rule.
 It differs from Lark's path in one way only: the contextual lexer tries, in each parser state,
 just the terminals that state accepts, and this tokenizer tries them all (in the same order). On
@@ -28,16 +35,15 @@ are exactly what Lark's path says, at the price of a second parse of a program t
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 from itertools import chain
 from typing import Any
 
 from ..errors import GradcliError, GradSyntaxError
+# The fast path's token: a named tuple with a Lark token's fields (made by tuple.__new__).
+from .postlex import Token
 
-
-# A token as the fast path makes it: a named tuple (cheap to build with tuple.__new__) with a Lark
-# token's fields, all that the postlexer and the AST builder read.
-Token = namedtuple("Token", "type value start_pos line column end_line end_column end_pos")
+# The plain tables' format: bump it when what tables_from_lark writes changes meaning.
+TABLES_FORMAT = 1
 
 
 class _NoFastPath(Exception):
@@ -45,35 +51,27 @@ class _NoFastPath(Exception):
 
 
 class FastPath:
-    """The tokenizer and LALR driver for one Lark parser (see the module docstring)."""
+    """The tokenizer and LALR driver for one grammar (see the module docstring), built from
+    plain tables (:func:`tables_from_lark`) without importing lark."""
 
-    def __init__(self, lark, indenter) -> None:
-        from lark.lexer import BasicLexer, PatternStr
-        conf = lark.lexer_conf
-        if conf.callbacks or conf.use_bytes:  # lexer callbacks would change tokens: never fast
-            raise ValueError("the fast path needs a lexer without callbacks")
-        lexer = BasicLexer(conf)
-        scanner = lexer.scanner  # the terminals in Lark's order, keywords folded into NAME
-        self.ignore = frozenset(lexer.ignore_types)
-        self.newline_types = frozenset(lexer.newline_types)
-        spaces = [t for t in scanner.terminals if t.name in self.ignore and t.name not in self.newline_types]
-        tokens = [t for t in scanner.terminals if t not in spaces]
-        _check_spaces_start_nothing(spaces, tokens, conf.g_regex_flags)
-        skip = "|".join(t.pattern.to_regexp() for t in spaces)
-        self.regex = re.compile(f"(?:{skip})*(?:" + "|".join(
-            f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in tokens) + ")", conf.g_regex_flags)
-        # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
-        # in a state where a name may stand: the postlexer turns them into keywords; it must
-        # know them all.
-        from .postlex import KEYWORD_TERMINALS
-        folded = {t.pattern.value for t in lexer.terminals
-                  if isinstance(t.pattern, PatternStr) and t not in scanner.terminals}
-        if not folded <= set(KEYWORD_TERMINALS):
-            raise ValueError(f"keywords the postlexer does not know: {folded - set(KEYWORD_TERMINALS)}")
+    def __init__(self, tables: dict, indenter, builder=None) -> None:
+        if builder is None:
+            from .builder import ASTBuilder
+            builder = ASTBuilder()
+        self.regex = re.compile(tables["pattern"], tables["flags"])
+        self.ignore = frozenset(tables["ignore"])
+        self.newline_types = frozenset(tables["newline_types"])
         self.indenter = indenter
-        state = lark.parse_interactive("").parser_state.parse_conf
-        self.start_state, self.end_state = state.start_state, state.end_state
-        self.table = _compile_table(state.states, state.callbacks)
+        self.start_state, self.end_state = tables["start_state"], tables["end_state"]
+        reductions = [_reduction(rule, builder) for rule in tables["rules"]]
+        self.table = {state: {symbol: action if action >= 0 else reductions[-1 - action]
+                              for symbol, action in row.items()}
+                      for state, row in tables["states"].items()}
+
+    @classmethod
+    def from_lark(cls, lark, indenter, builder=None) -> "FastPath":
+        """The fast path of a loaded Lark parser (its plain tables made on the way)."""
+        return cls(tables_from_lark(lark), indenter, builder)
 
     def parse(self, text: str) -> Any:
         """The AST of ``text`` (the value of the grammar's start rule), or None where the fast path
@@ -166,26 +164,111 @@ def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
             raise ValueError(f"terminal {t.name} may start with a character that starts ignored spaces")
 
 
-def _compile_table(states: dict, callbacks: dict) -> dict:
-    """Lark's parse table as ``{state: {symbol: action}}`` with an int for a shift (or a goto)
-    and ``(size, rule's symbol, callback)`` for a reduction: no rule hashed while parsing. A
-    precedence level with nothing but its operand (``?comparison: arith``) gives the operand
-    itself: its callback is None (the driver leaves the value where it is)."""
-    from lark.parse_tree_builder import ExpandSingleChild
+def tables_from_lark(lark) -> dict:
+    """Everything the fast path needs from a loaded Lark parser, as plain data (str, int, bool,
+    None, lists, tuples, dicts: what ``marshal`` and JSON write), so that it can be cached on
+    disk and the fast path built later without lark. Raises ValueError where the grammar or
+    the parser is one the fast path does not handle (then there is no fast path)."""
+    from lark.lexer import BasicLexer, PatternStr
+    from lark.parse_tree_builder import maybe_create_child_filter
     from lark.parsers.lalr_analysis import Shift
-    if any(not hasattr(key, "origin") for key in callbacks):  # callbacks on terminals
+    conf = lark.lexer_conf
+    if conf.callbacks or conf.use_bytes:  # lexer callbacks would change tokens: never fast
+        raise ValueError("the fast path needs a lexer without callbacks")
+    if lark.options.propagate_positions or lark.options.ambiguity not in ("auto", "resolve"):
+        raise ValueError("the fast path builds no parse-tree metadata")
+    lexer = BasicLexer(conf)
+    scanner = lexer.scanner  # the terminals in Lark's order, keywords folded into NAME
+    ignore, newline_types = set(lexer.ignore_types), set(lexer.newline_types)
+    spaces = [t for t in scanner.terminals if t.name in ignore and t.name not in newline_types]
+    tokens = [t for t in scanner.terminals if t not in spaces]
+    _check_spaces_start_nothing(spaces, tokens, conf.g_regex_flags)
+    skip = "|".join(t.pattern.to_regexp() for t in spaces)
+    pattern = str(f"(?:{skip})*(?:" + "|".join(
+        f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in tokens) + ")")
+    # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
+    # in a state where a name may stand: the postlexer turns them into keywords; it must
+    # know them all.
+    from .postlex import KEYWORD_TERMINALS
+    folded = {t.pattern.value for t in lexer.terminals
+              if isinstance(t.pattern, PatternStr) and t not in scanner.terminals}
+    if not folded <= set(KEYWORD_TERMINALS):
+        raise ValueError(f"keywords the postlexer does not know: {folded - set(KEYWORD_TERMINALS)}")
+    state = lark.parse_interactive("").parser_state.parse_conf
+    if any(not hasattr(key, "origin") for key in state.callbacks):  # callbacks on terminals
         raise ValueError("the fast path needs a parser without terminal callbacks")
-    by_rule = {id(rule): cb for rule, cb in callbacks.items()}
-    table = {}
-    for state, actions in states.items():
-        row = {}
-        for symbol, (action, arg) in actions.items():
-            if action is Shift:
-                row[symbol] = arg
-            else:
-                callback = by_rule.get(id(arg)) or callbacks[arg]
-                if type(callback) is ExpandSingleChild and len(arg.expansion) == 1:
-                    callback = None  # returns its one child
-                row[symbol] = (len(arg.expansion), arg.origin.name, callback)
-        table[state] = row
-    return table
+    placeholders = lark.options.maybe_placeholders
+    rules, index = [], {}
+    for rule in state.callbacks:  # what Lark's ParseTreeBuilder wraps around each callback
+        options = rule.options
+        name = rule.alias or options.template_source or rule.origin.name
+        made = maybe_create_child_filter(rule.expansion, options.keep_all_tokens, False,
+                                         options.empty_indices if placeholders else None)
+        if made is None:
+            keep = None
+        elif len(made.args) == 2:  # partial(ChildFilterLALR, to_include, nones_to_add)
+            keep = ([(int(i), bool(e), int(n)) for i, e, n in made.args[0]], int(made.args[1]))
+        else:  # partial(ChildFilterLALR_NoPlaceholders, [(i, to_expand)]): no [...] in the rule
+            keep = ([(int(i), bool(expand), 0) for i, expand in made.args[0]], 0)
+        index[rule] = len(rules)
+        rules.append((str(rule.origin.name), len(rule.expansion), str(name),
+                      bool(options.expand1 and not rule.alias), keep))
+    states = {}
+    for number, actions in state.states.items():
+        states[int(number)] = {str(symbol): int(arg) if action is Shift else -1 - index[arg]
+                          for symbol, (action, arg) in actions.items()}
+    return {"format": TABLES_FORMAT, "pattern": pattern, "flags": int(conf.g_regex_flags),
+            "ignore": sorted(map(str, ignore)), "newline_types": sorted(map(str, newline_types)),
+            "start_state": int(state.start_state), "end_state": int(state.end_state),
+            "rules": rules, "states": states}
+
+
+def _reduction(rule, builder):
+    """``(size, rule's symbol, callback)`` for one rule of the plain tables: the builder's method
+    of the rule's name (or alias) called with the children inline, wrapped as Lark's
+    parse-tree builder wraps it (``?rule`` with one child gives the child; the children the
+    grammar filters out left out, absent ``[...]`` parts as None, ``_rule``'s children spliced
+    into its parent's). A rule of no method gives its children as a list (only ``_rule``s,
+    whose parents splice them); the callback is None for a ``?rule`` of one symbol: the driver
+    leaves the value where it is."""
+    origin, size, name, expand1, keep = rule
+    method = getattr(builder, name, None) if not name.startswith("_") else None
+    if method is None:
+        if not origin.startswith("_"):
+            def call(children, name=name):
+                raise _NoFastPath(name)  # Lark would build a Tree here: Lark's path
+        else:
+            def call(children):
+                return children
+    else:
+        def call(children, method=method):
+            return method(*children)
+    if expand1:
+        if size == 1 and (keep is None or keep == ([(0, False, 0)], 0)):
+            return (size, origin, None)
+
+        def expanded(children, call=call):
+            return children[0] if len(children) == 1 else call(children)
+        built = expanded
+    else:
+        built = call
+    if keep is not None:
+        include, append_none = keep
+        include = tuple(tuple(x) for x in include)
+
+        def built(children, inner=built, include=include, append_none=append_none):
+            filtered = []
+            for i, expand, add_none in include:
+                if add_none:
+                    filtered += [None] * add_none
+                if expand:
+                    if filtered:
+                        filtered += children[i]
+                    else:  # a left-recursive list: grown in place, as Lark does
+                        filtered = children[i]
+                else:
+                    filtered.append(children[i])
+            if append_none:
+                filtered += [None] * append_none
+            return inner(filtered)
+    return (size, origin, built)

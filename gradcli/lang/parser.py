@@ -13,6 +13,12 @@ huge lines -- is a :class:`gradcli.errors.GradSyntaxError` with a one-line messa
 
 This module also owns the Lark parser's life: lark is imported on the first parse, not with
 this module (start-up time), and Lark's analysis of the grammar is cached per user on disk.
+Beside it, the first parse writes the fast path's tables as plain data (:mod:`gradcli.lang.fastpath`,
+``marshal``); with them a later process parses every valid program through the fast path without
+importing lark at all (lark costs ~0.5x numpy's import time: its import, loading the parser,
+compiling its lexers). Lark's path remains the reference: it parses when there are no cached
+tables yet, when they are stale or corrupt, with ``GRADCLI_NO_CACHE=1``, and whenever the fast
+path declines (any error), so errors are worded by Lark's path, as before.
 
 Language notes (decisions where SPEC §2 is silent): no chained comparisons or chained
 assignment; Python keywords the language does not use (``if``, ``for``, ``and``, ``not``,
@@ -61,23 +67,14 @@ _lock = threading.RLock()
 _parser: Any = None
 _indenter: Any = None
 
-def _cache_path(grammar: str) -> str | None:
-    """A per-user cache file for Lark's grammar analysis (it saves ~60 ms of start-up), or None
-    where no private, writable cache directory can be had: then the grammar is analysed on
-    every start. The file name carries a hash of the grammar and of the lark and Python
-    versions, and inside the file Lark checks a SHA-256 of grammar text + options + versions
-    and rebuilds (rewriting the file) on any mismatch, so a stale grammar is never used; a
-    corrupt or unreadable file is ignored, and failing to write it is harmless. The cache is a
-    pickle, so only a directory that this user owns and no one else can write is used.
-    ``GRADCLI_CACHE_DIR`` chooses the directory (default ``$XDG_CACHE_HOME/gradcli`` or
-    ``~/.cache/gradcli``); ``GRADCLI_NO_CACHE=1`` turns the cache off."""
+def _cache_dir() -> str | None:
+    """The per-user cache directory, or None where no private, writable one can be had (or
+    ``GRADCLI_NO_CACHE=1``): ``GRADCLI_CACHE_DIR``, else ``$XDG_CACHE_HOME/gradcli`` or
+    ``~/.cache/gradcli``, made mode 0700; one that another user owns or can write is refused,
+    since Lark's cache there is a pickle."""
     if os.environ.get("GRADCLI_NO_CACHE"):
         return None
     try:
-        import hashlib
-        import sys
-
-        import lark
         base = os.environ.get("GRADCLI_CACHE_DIR")
         if not base:
             xdg = os.environ.get("XDG_CACHE_HOME")
@@ -92,6 +89,26 @@ def _cache_path(grammar: str) -> str | None:
                 return None
         if not os.access(base, os.W_OK | os.X_OK):
             return None
+        return base
+    except Exception:
+        return None
+
+
+def _cache_path(grammar: str) -> str | None:
+    """A per-user cache file for Lark's grammar analysis (it saves ~60 ms of start-up), or None
+    where no cache directory can be had (:func:`_cache_dir`): then the grammar is analysed on
+    every start. The file name carries a hash of the grammar and of the lark and Python
+    versions, and inside the file Lark checks a SHA-256 of grammar text + options + versions
+    and rebuilds (rewriting the file) on any mismatch, so a stale grammar is never used; a
+    corrupt or unreadable file is ignored, and failing to write it is harmless."""
+    base = _cache_dir()
+    if base is None:
+        return None
+    try:
+        import hashlib
+        import sys
+
+        import lark
         key = f"{grammar}\0{lark.__version__}\0{sys.version_info[:2]}".encode("utf-8", "replace")
         return os.path.join(base, f"grammar-{hashlib.sha256(key).hexdigest()[:16]}.lark-cache")
     except Exception:
@@ -117,7 +134,7 @@ def _build_parser(cache: bool = True):
     import_lark()
     from lark import Lark
 
-    from .postlex import GradIndenter
+    from .lark_adapter import GradIndenter
     grammar = grammar_text()
     cache_fn = _cache_path(grammar) if cache else None
     if cache_fn:
@@ -131,39 +148,153 @@ def _build_parser(cache: bool = True):
 
 
 def _lark_options(indenter) -> dict:
-    from .builder import ASTBuilder
-    return dict(parser="lalr", lexer="contextual", postlex=indenter, transformer=ASTBuilder(),
+    from .lark_adapter import LarkASTBuilder
+    return dict(parser="lalr", lexer="contextual", postlex=indenter, transformer=LarkASTBuilder(),
                 start="start", maybe_placeholders=True)
 
 
 def _get_parser():
+    """Lark's parser, built (or loaded from Lark's cache) on first use; the fast path's plain
+    tables are written to the cache then, where they are missing, for the next start."""
     global _parser, _indenter
     if _parser is None:
         with _lock:
             if _parser is None:
                 _parser, _indenter = _build_parser()
+                if not _fast and _load_fast() is None:  # none yet, stale or corrupt
+                    _write_tables(_parser)
     return _parser
 
 
 # ------------------------------------------------------------------------------ the fast path
 
-# Texts from this length on are parsed by the fast path first (gradcli.lang.fastpath): below it,
-# building the fast path's tables (once a process) would cost more than it saves.
+# Without a cache of the fast path's tables, texts from this length on are parsed by the fast path
+# first (gradcli.lang.fastpath), built from the loaded Lark parser: below it, building the tables
+# (once a process) would cost more than it saves.
 FAST_PATH_MIN_CHARS = 20_000
-_fast: Any = None
+_fast: Any = None  # the fast path; None: not looked for yet; False: none (yet)
+_fast_from_lark = True  # whether building it from Lark's parser is still to be tried
 
 
-def _fast_parse(text: str):
-    """The program by the fast path, or None where it cannot tell (then Lark's path parses)."""
+def _fast_parse(text: str, pending: list):
+    """The program by the fast path, or None where it cannot tell (then Lark's path parses; the
+    f-string fields the fast path left in ``pending`` are taken out again). The fast path comes
+    from the cached plain tables (no lark import), else, for a long text, from Lark's parser."""
+    global _fast, _fast_from_lark
+    if _fast is None:
+        _fast = _load_fast() or False
+    if _fast is False and _fast_from_lark and len(text) >= FAST_PATH_MIN_CHARS:
+        _fast_from_lark = False  # tried once a process
+        from .fastpath import FastPath
+        from .postlex import PostLexer
+        try:
+            _fast = FastPath.from_lark(_get_parser(), PostLexer())
+        except Exception:  # pragma: no cover - a lark or grammar the fast path cannot take
+            _fast = False
+    if not _fast:
+        return None
+    mark = len(pending)
+    program = _fast.parse(text)
+    if program is None:
+        del pending[mark:]
+    return program
+
+
+def preload() -> None:
+    """Load what parsing will need, for a command's start-up (with its garbage collector paused):
+    the fast path from its cached tables, else lark (which then parses)."""
     global _fast
     if _fast is None:
+        _fast = _load_fast() or False
+    if not _fast:
+        import_lark()
+        import lark  # noqa: F401
+
+
+def _tables_path() -> str | None:
+    """The cache file of the fast path's plain tables, next to Lark's cache, or None. Its name is
+    keyed by a hash (CRC-32: ``hashlib`` costs 3 ms of a start) of the grammar, the lark and
+    Python versions and the tables' format, read without importing lark (the version from
+    lark's ``__init__.py``): a grammar changed or lark upgraded names another file, and the
+    whole key, kept inside the file, is checked on loading."""
+    base = _cache_dir()
+    if base is None:
+        return None
+    try:
+        import zlib
+        key = _tables_key()
+        return os.path.join(base, f"grammar-{zlib.crc32(key.encode('utf-8', 'replace')):08x}"
+                                  f"-{len(key):x}.fast-tables")
+    except Exception:
+        return None
+
+
+def _tables_key() -> str:
+    import sys
+
+    from .fastpath import TABLES_FORMAT
+    return f"{grammar_text()}\0{_lark_version()}\0{sys.version_info[:2]}\0{TABLES_FORMAT}"
+
+
+def _lark_version() -> str:
+    """lark's version as its ``__init__.py`` states it, found on ``sys.path`` as the import
+    system would find it, without importing lark (~0.3x numpy's import time)."""
+    import re
+    import sys
+    for entry in sys.path:
+        init = os.path.join(entry or os.getcwd(), "lark", "__init__.py")
+        if os.path.isfile(init):
+            with open(init, encoding="utf-8") as f:
+                found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)""", f.read(), re.M)
+            if found:
+                return found.group(1)
+            break
+    raise LookupError("lark's version")
+
+
+def _load_fast():
+    """The fast path from the cached plain tables, without importing lark; None where there is
+    no cache file or it is unreadable, corrupt, of another format or for another grammar (then
+    Lark's path parses, and writes the file afresh)."""
+    path = _tables_path()
+    if path is None:
+        return None
+    try:
+        import marshal
+
         from .fastpath import FastPath
-        from .postlex import GradIndenter
+        from .postlex import PostLexer
+        with open(path, "rb") as f:
+            key, tables = marshal.loads(f.read())
+        if key != _tables_key():
+            return None
+        return FastPath(tables, PostLexer())
+    except Exception:
+        return None
+
+
+def _write_tables(lark) -> None:
+    """Write the fast path's plain tables of the loaded Lark parser to the cache (atomically,
+    private to the user); any failure only means Lark's path at the next start."""
+    path = _tables_path()
+    if path is None:
+        return
+    try:
+        import marshal
+        import tempfile
+
+        from .fastpath import tables_from_lark
+        data = marshal.dumps((_tables_key(), tables_from_lark(lark)))
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".fast-tables-")
         try:
-            _fast = FastPath(_get_parser(), GradIndenter())
-        except Exception:  # pragma: no cover - a lark without what the fast path reads
-            _fast = False
-    return _fast.parse(text) if _fast else None
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except Exception:
+        pass
 
 
 # ------------------------------------------------------------------------------ parse
@@ -193,14 +324,23 @@ def _check_jumps(program) -> None:
                 stack.append((stmt.body, in_loop, in_function))
 
 
-def _parse_fields(parser, pending: list) -> None:
+def _parse_text(text: str, pending: list):
+    """The program: by the fast path where it can tell, else by Lark's path (which raises
+    lark's exceptions for an error; :func:`parse` words them)."""
+    program = _fast_parse(text, pending)
+    if program is None:  # no fast path, or it could not tell: Lark's path
+        program = _get_parser().parse(text)
+    return program
+
+
+def _parse_fields(pending: list) -> None:
     """Parse the expressions of the f-strings' fields (``f"{x:.4f}"``), which the builder left
     in ``pending``, and fill them in; a field's own f-strings join the list (no recursion)."""
     from .ast import ExprStmt, walk
     while pending:
         field, expr, line, column = pending.pop()
         try:
-            program = parser.parse("(" + expr + ")\n")
+            program = _parse_text("(" + expr + ")\n", pending)
         except GradSyntaxError as exc:
             raise GradSyntaxError(f"f-string: {exc.message}", line=line, column=column) from None
         except GradcliError:
@@ -223,7 +363,6 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
     text that is not a valid program."""
     if not isinstance(source, str):
         raise TypeError(f"parse() needs a str, not {type(source).__name__}")
-    parser = _get_parser()
     # CRLF and a lone CR are newlines, as in Python (CRLF -> LF moves no line or column).
     text = source.replace("\r\n", "\n").replace("\r", "\n") if "\r" in source else source
     if not text.endswith("\n"):
@@ -239,11 +378,8 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            program = _fast_parse(text) if len(text) >= FAST_PATH_MIN_CHARS else None
-            if program is None:  # a short text, or the fast path could not tell: Lark's path
-                del builder.PENDING_FIELDS[:]
-                program = parser.parse(text)
-            _parse_fields(parser, builder.PENDING_FIELDS)
+            program = _parse_text(text, builder.PENDING_FIELDS)
+            _parse_fields(builder.PENDING_FIELDS)
             _check_jumps(program)
         except GradSyntaxError as exc:
             err = exc
@@ -259,7 +395,7 @@ def parse(source: str, *, filename: str = "<program>") -> Program:
                 raise orig from None
             from .syntax_errors import translate_error  # only after a failed parse: not at start-up
             try:
-                err = translate_error(exc, parser, _indenter, text)
+                err = translate_error(exc, _get_parser(), _indenter, text)
             except Exception:  # pragma: no cover - must never happen, but never leak
                 err = GradSyntaxError("invalid syntax", line=1, column=1)
         else:

@@ -3,15 +3,16 @@
 It turns the whitespace after each newline into ``_INDENT``/``_DEDENT`` tokens, drops newlines
 inside ``( )``, ``[ ]`` and ``{ }``, and turns names that are keywords back into keyword tokens (the
 contextual lexer reads ``with`` as a NAME where a name may stand). Python keywords the language
-does not have are rejected here. It imports lark: :mod:`gradcli.lang.parser` loads it lazily.
+does not have are rejected here. It does not import lark: the fast path (:mod:`gradcli.lang.fastpath`)
+runs it on its own light tokens; Lark's path uses :class:`gradcli.lang.lark_adapter.GradIndenter`,
+the same class mixed into lark's ``Indenter`` and making lark tokens (``postlex.GradIndenter``
+still names it, imported on first use).
 """
 
 from __future__ import annotations
 
 import keyword
-
-from lark.indenter import Indenter
-from lark.lexer import Token
+from collections import namedtuple
 
 from ..errors import GradSyntaxError
 from ..limits import LIMITS, MAX_NUMBER_CHARS, MAX_STRING_ESCAPES, statements_error
@@ -68,8 +69,14 @@ SUPPORTED_STATEMENTS = ("if/elif/else, for, while, break, continue, def, return,
                         "import, from ... import, assert, del, pass")
 
 
-class GradIndenter(Indenter):
-    """Python-style indentation (lark's Indenter), plus: an open-bracket stack (for
+# A token as the fast path makes it: a named tuple (cheap to build with tuple.__new__) with a Lark
+# token's fields, in the order of lark's ``Token(...)`` arguments: all that the postlexer and the
+# AST builder read.
+Token = namedtuple("Token", "type value start_pos line column end_line end_column end_pos")
+
+
+class PostLexer:
+    """Python-style indentation (what lark's Indenter does), plus: an open-bracket stack (for
     "'(' was never closed"), no assertion on a stray closing bracket (the parser reports
     it), a GradSyntaxError for a bad dedent or an indented first line, and keywords the
     contextual lexer read as names turned back into keywords (or rejected, for Python
@@ -81,6 +88,9 @@ class GradIndenter(Indenter):
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
     tab_len = 8
+    # The token class it makes (keywords, indents, dedents): the fast path's light tuple here,
+    # lark's Token in lark_adapter.GradIndenter.
+    Token = Token
 
     def __init__(self) -> None:
         super().__init__()
@@ -92,9 +102,8 @@ class GradIndenter(Indenter):
         self.brackets = []
         return self._process(stream)
 
-    @staticmethod
-    def _at_end_of(token, type_: str, value: str):
-        return Token(type_, value, token.end_pos, token.end_line, token.end_column,
+    def _at_end_of(self, token, type_: str, value: str):
+        return self.Token(type_, value, token.end_pos, token.end_line, token.end_column,
                      token.end_line, token.end_column, token.end_pos)
 
     def handle_NL(self, token):
@@ -148,7 +157,8 @@ class GradIndenter(Indenter):
             if ttype == "NAME":
                 value = token.value
                 if value in KEYWORD_TERMINALS:  # a keyword where it cannot be: the parser says so
-                    token = Token.new_borrow_pos(KEYWORD_TERMINALS[value], value, token)
+                    token = self.Token(KEYWORD_TERMINALS[value], value, token.start_pos, token.line,
+                                       token.column, token.end_line, token.end_column, token.end_pos)
                 elif value in UNSUPPORTED_KEYWORDS:
                     raise GradSyntaxError(f"'{value}' is not part of the gradcli language (its "
                                           f"statements: {SUPPORTED_STATEMENTS})",
@@ -162,6 +172,14 @@ class GradIndenter(Indenter):
         while len(self.indent_level) > 1:
             self.indent_level.pop()
             if token is None:
-                yield Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
+                yield self.Token(self.DEDENT_type, "", 0, 1, 1, 1, 1, 0)
             else:
                 yield self._at_end_of(token, self.DEDENT_type, "")
+
+
+def __getattr__(name: str):
+    """``postlex.GradIndenter``: the lark adapter's postlexer, imported (with lark) on first use."""
+    if name == "GradIndenter":
+        from .lark_adapter import GradIndenter
+        return GradIndenter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

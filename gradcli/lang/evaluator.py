@@ -109,6 +109,22 @@ _WITH, _FOR, _WHILE, _IF = "with", "for", "while", "if"
 _DONE = object()
 
 
+
+# What evaluating an expression may raise, and the error it becomes at the expression's node.
+_LOCATED = (GradcliError, RecursionError, ArithmeticError, ValueError, TypeError, IndexError, MemoryError)
+
+
+def _located(exc: BaseException, n) -> GradcliError:
+    """``exc`` as gradcli's error at ``n``'s line and column: its own errors as they are, a
+    RecursionError (a hook calling itself, values nested too deeply) as a limit, Python's
+    arithmetic/value/type/index/memory errors as the SPEC's kinds (translate_exception)."""
+    if isinstance(exc, GradcliError):
+        return exc.at(n.line, n.column)
+    if isinstance(exc, RecursionError):
+        return LimitError("maximum recursion depth exceeded: a hook that calls itself (directly "
+                          "or through backward()), or values nested too deeply").at(n.line, n.column)
+    return translate_exception(exc).at(n.line, n.column)
+
 class Evaluator(Statements):
     """Evaluates statements one by one, keeping variables in order of first binding.
 
@@ -515,13 +531,8 @@ class Evaluator(Statements):
                     i = arg
                 else:  # LISTCOMP
                     push((yield from self._listcomp_gen(n, scope)))
-        except GradcliError as err:
-            raise err.at(n.line, n.column)
-        except RecursionError:
-            raise LimitError("maximum recursion depth exceeded: a hook that calls itself (directly "
-                             "or through backward()), or values nested too deeply").at(n.line, n.column) from None
-        except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
-            raise translate_exception(exc).at(n.line, n.column) from None
+        except _LOCATED as exc:
+            raise _located(exc, n) from None
         return values[-1]
 
     def _walk_gen(self, node, scope):
@@ -571,13 +582,8 @@ class Evaluator(Statements):
                     push((value.node, None, 0))
                     continue
                 values.append(value)
-            except GradcliError as err:
-                raise err.at(n.line, n.column)
-            except RecursionError:
-                raise LimitError("maximum recursion depth exceeded: a hook that calls itself (directly "
-                                 "or through backward()), or values nested too deeply").at(n.line, n.column) from None
-            except (ArithmeticError, ValueError, TypeError, IndexError, MemoryError) as exc:
-                raise translate_exception(exc).at(n.line, n.column) from None
+            except _LOCATED as exc:
+                raise _located(exc, n) from None
         return values[-1]
 
     def _listcomp_gen(self, n, scope):

@@ -115,6 +115,8 @@ def _shape_arg(shape):
     """Accept ``reshape(2, 3)``, ``reshape((2, 3))`` and ``reshape([2, 3])``."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
+    if all(s.__class__ is int for s in shape):  # the usual case: plain ints (bool is not int's class)
+        return tuple(shape)
     out = []
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, int):
@@ -157,7 +159,11 @@ def reshape(input, *shape):
 
 
 def _viewable(t, shape) -> bool:
-    """Can ``t``'s data take ``shape`` without a copy (torch's rule for view, which numpy shares)?"""
+    """Can ``t``'s data take ``shape`` without a copy (torch's rule for view, which numpy shares)?
+    A C-contiguous array can take any shape of its size (the caller checked the size)."""
+    flags = getattr(t._data, "flags", None)
+    if flags is not None and flags.c_contiguous:
+        return True
     try:
         t._backend.xp.reshape(t._data, shape, copy=False)
     except (ValueError, AttributeError):
@@ -293,7 +299,6 @@ def expand(input, *sizes):
                              f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                              f"{list(shape)}")
         out.append(s)
-    from ..limits import check_numel
     check_numel(tuple(out))
     return view_of(ExpandBackward0, input, (tuple(out),))
 

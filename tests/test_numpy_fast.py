@@ -186,3 +186,33 @@ def test_reshape_of_numpy_scalars(scalar):
         _check("reshape", scalar, shape)
         _check("reshape", scalar, shape, order="F")
         _check("reshape", scalar, shape, copy=False)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_var_std(name, key):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1), tuple(range(a.ndim)), (0, 0), (0, -a.ndim), [0], ()]:
+        for keepdims in (False, True):
+            for correction in (0, 1, 2, 0.5, -1, True, 30):
+                with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+                    __import__("warnings").simplefilter("ignore")
+                    _check(name, a, axis=axis, keepdims=keepdims, correction=correction)
+    _check(name, np.float32(2.5))
+    _check(name, [1.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_std_bit_exact_on_random_floats_and_warnings(name):
+    rng = np.random.default_rng(16)
+    for dtype in (np.float32, np.float64):
+        for shape in [(3,), (7, 5), (3, 11, 13), (1000,)]:
+            a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8) + rng.integers(-9, 9)).astype(dtype)
+            for axis in [None, 0, -1, tuple(range(a.ndim))]:
+                for correction in (0, 1):
+                    _check(name, a, axis=axis, correction=correction)
+                    _check(name, a, axis=axis, correction=correction, keepdims=True)
+    one = np.ones((1, 3), np.float32)  # no degrees of freedom left: NumPy's own warning, from NumPy
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        got = getattr(xp, name)(one, axis=0, correction=1)
+    assert np.isnan(got).all() and got.dtype == np.float32

@@ -216,3 +216,41 @@ def test_var_std_bit_exact_on_random_floats_and_warnings(name):
     with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
         got = getattr(xp, name)(one, axis=0, correction=1)
     assert np.isnan(got).all() and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_broadcast_to(key):
+    a = _arrays()[key]
+    shapes = [a.shape, (2,) + a.shape, (1, 1) + a.shape, tuple(1 if s == 1 else s for s in a.shape),
+              (3,) + tuple(4 if s == 1 else s for s in a.shape), a.shape[1:], (0,) + a.shape,
+              (-1,) + a.shape, (2.0,) + a.shape, (np.int64(2),) + a.shape, [2, *a.shape], (5, 7, 9, 11)]
+    if a.ndim:
+        shapes.append(a.shape[:-1] + (a.shape[-1] + 1,))
+    for shape in shapes:
+        _check("broadcast_to", a, shape)
+    for row in (np.arange(3.0, dtype=np.float32).reshape(1, 3), np.ones((2, 1), np.float64), np.ones((1, 1)),
+                np.asarray(np.float32(2)), np.arange(4, dtype=np.int64), np.array([True])):
+        for shape in [(3, 3), (2, 3), (4, 2, 3), (1, 3), (2, 1), (2, 4), (1, 1), (3, 1, 1), (5,), ()]:
+            _check("broadcast_to", row, shape)
+    _check("broadcast_to", a[None], (2,) + a.shape)  # a view of a view
+    _check("broadcast_to", 1.5, (2, 2))
+    _check("broadcast_to", [1.0, 2.0], (2, 2))
+    base = np.arange(6.0).reshape(2, 3)
+    view = xp.broadcast_to(base[1:], (4, 3))  # a contiguous slice: its own offset in the buffer
+    np.testing.assert_array_equal(view, np.broadcast_to(base[1:], (4, 3)))
+    with pytest.raises(ValueError, match="read-only"):
+        view[0, 0] = 1.0
+
+
+def test_broadcast_to_writeable_flag_as_numpy():
+    """views.writable sets WRITEABLE on read-only views: allowed or refused as for np.broadcast_to."""
+    for read_only in (False, True):
+        for shape in [(1, 3), (2, 3)]:
+            a = np.ones((1, 3), np.float32)
+            a.flags.writeable = not read_only
+            outcomes = []
+            for f in (np.broadcast_to, xp.broadcast_to):
+                r = f(a, shape)
+                outcomes.append(_outcome(setattr, r.flags, "writeable", True)[1].__class__)
+                outcomes.append(r.flags.writeable)
+            assert outcomes[:2] == outcomes[2:]

@@ -186,3 +186,71 @@ def test_reshape_of_numpy_scalars(scalar):
         _check("reshape", scalar, shape)
         _check("reshape", scalar, shape, order="F")
         _check("reshape", scalar, shape, copy=False)
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_var_std(name, key):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1), tuple(range(a.ndim)), (0, 0), (0, -a.ndim), [0], ()]:
+        for keepdims in (False, True):
+            for correction in (0, 1, 2, 0.5, -1, True, 30):
+                with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+                    __import__("warnings").simplefilter("ignore")
+                    _check(name, a, axis=axis, keepdims=keepdims, correction=correction)
+    _check(name, np.float32(2.5))
+    _check(name, [1.0, 2.0, 4.0])
+
+
+@pytest.mark.parametrize("name", ["var", "std"])
+def test_var_std_bit_exact_on_random_floats_and_warnings(name):
+    rng = np.random.default_rng(16)
+    for dtype in (np.float32, np.float64):
+        for shape in [(3,), (7, 5), (3, 11, 13), (1000,)]:
+            a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-8, 8) + rng.integers(-9, 9)).astype(dtype)
+            for axis in [None, 0, -1, tuple(range(a.ndim))]:
+                for correction in (0, 1):
+                    _check(name, a, axis=axis, correction=correction)
+                    _check(name, a, axis=axis, correction=correction, keepdims=True)
+    one = np.ones((1, 3), np.float32)  # no degrees of freedom left: NumPy's own warning, from NumPy
+    with pytest.warns(RuntimeWarning, match="Degrees of freedom"):
+        got = getattr(xp, name)(one, axis=0, correction=1)
+    assert np.isnan(got).all() and got.dtype == np.float32
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_broadcast_to(key):
+    a = _arrays()[key]
+    shapes = [a.shape, (2,) + a.shape, (1, 1) + a.shape, tuple(1 if s == 1 else s for s in a.shape),
+              (3,) + tuple(4 if s == 1 else s for s in a.shape), a.shape[1:], (0,) + a.shape,
+              (-1,) + a.shape, (2.0,) + a.shape, (np.int64(2),) + a.shape, [2, *a.shape], (5, 7, 9, 11)]
+    if a.ndim:
+        shapes.append(a.shape[:-1] + (a.shape[-1] + 1,))
+    for shape in shapes:
+        _check("broadcast_to", a, shape)
+    for row in (np.arange(3.0, dtype=np.float32).reshape(1, 3), np.ones((2, 1), np.float64), np.ones((1, 1)),
+                np.asarray(np.float32(2)), np.arange(4, dtype=np.int64), np.array([True])):
+        for shape in [(3, 3), (2, 3), (4, 2, 3), (1, 3), (2, 1), (2, 4), (1, 1), (3, 1, 1), (5,), ()]:
+            _check("broadcast_to", row, shape)
+    _check("broadcast_to", a[None], (2,) + a.shape)  # a view of a view
+    _check("broadcast_to", 1.5, (2, 2))
+    _check("broadcast_to", [1.0, 2.0], (2, 2))
+    base = np.arange(6.0).reshape(2, 3)
+    view = xp.broadcast_to(base[1:], (4, 3))  # a contiguous slice: its own offset in the buffer
+    np.testing.assert_array_equal(view, np.broadcast_to(base[1:], (4, 3)))
+    with pytest.raises(ValueError, match="read-only"):
+        view[0, 0] = 1.0
+
+
+def test_broadcast_to_writeable_flag_as_numpy():
+    """views.writable sets WRITEABLE on read-only views: allowed or refused as for np.broadcast_to."""
+    for read_only in (False, True):
+        for shape in [(1, 3), (2, 3)]:
+            a = np.ones((1, 3), np.float32)
+            a.flags.writeable = not read_only
+            outcomes = []
+            for f in (np.broadcast_to, xp.broadcast_to):
+                r = f(a, shape)
+                outcomes.append(_outcome(setattr, r.flags, "writeable", True)[1].__class__)
+                outcomes.append(r.flags.writeable)
+            assert outcomes[:2] == outcomes[2:]

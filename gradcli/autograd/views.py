@@ -84,15 +84,16 @@ class ViewInfo:
 # and weak-keyed dicts cannot hold tensors).
 _LIVE: dict = {}
 _new = object.__new__
+_ref = weakref.ref
 
 
 def _register(root, view) -> None:
-    entry = _LIVE.get(id(root))
+    key = id(root)
+    entry = _LIVE.get(key)
     if entry is None or entry[0]() is not root:
-        key = id(root)
         entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
     refs = entry[1]
-    refs.append(weakref.ref(view))
+    refs.append(_ref(view))
     if len(refs) > entry[2]:
         refs[:] = [r for r in refs if r() is not None]
         entry[2] = max(16, 2 * len(refs))
@@ -128,10 +129,14 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
             meta = (False, True, False)
     if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
         output_nr = 0
-    view = out._view = ViewInfo(root, chain + ((cls, tuple(input._data.shape), attrs),), meta[0], output_nr,
-                                meta[1])
-    view.inference = meta[2]
+    view = out._view = _new(ViewInfo)  # ViewInfo's fields, without a call of its __init__
+    view.base = root
+    view.chain = chain + ((cls, tuple(input._data.shape), attrs),)
+    view.no_grad, view.multi, view.inference = meta
+    view.output_nr = output_nr
     view.version = vc[0]
+    view.stale = None
+    view.derived = False
     if out.grad_fn is None and input._requires_grad:  # made under no_grad: requires grad, no edge
         out._requires_grad = view.derived = True
     _register(root, out)

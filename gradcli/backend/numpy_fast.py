@@ -21,6 +21,12 @@ _MAX = _np.maximum.reduce
 _MIN = _np.minimum.reduce
 _concatenate = _np.concatenate
 _zeros = _np.zeros
+_intp = _np.intp
+_true_divide = _np.true_divide
+_subtract = _np.subtract
+_square = _np.square
+_sqrt = _np.sqrt
+_maximum = _np.maximum
 _SCALAR_TYPES = frozenset((_np.float16, _np.float32, _np.float64, _np.int32, _np.int64, _np.bool_))
 
 
@@ -90,6 +96,21 @@ class NumPyNamespace:
         return _np.stack(arrays, axis=axis)
 
     @staticmethod
+    def broadcast_to(x, shape, subok=False):
+        """np.broadcast_to builds its read-only view with an nditer in Python (2 us on a 2x2 array);
+        for a C-contiguous, non-empty numeric array and a tuple of ints that broadcasts, the same
+        view (shape, strides 0 on the broadcast dims, read-only, sharing x's memory) is one ndarray
+        over x's buffer."""
+        if x.__class__ is _ndarray and shape.__class__ is tuple and x.size and x.dtype.kind in "biufc" \
+                and x.flags.c_contiguous:
+            strides = _broadcast_strides(x.shape, x.strides, shape)
+            if strides is not None:
+                out = _ndarray(shape, x.dtype, x, 0, strides)
+                out.flags.writeable = False
+                return out
+        return _np.broadcast_to(x, shape, subok=subok)
+
+    @staticmethod
     def zeros_like(x, dtype=None):
         """For a C-contiguous array (the layout np.zeros_like keeps), np.zeros of its shape."""
         if x.__class__ is _ndarray and x.flags.c_contiguous:
@@ -131,6 +152,24 @@ class NumPyNamespace:
         return _np.mean(x, axis=axis, dtype=dtype, keepdims=keepdims)
 
     @staticmethod
+    def var(x, axis=None, *, correction=0, keepdims=False):
+        """float32/float64: np.var's own calls (two sums, a subtraction, a square, two divisions)."""
+        if x.__class__ is _ndarray:
+            out = var_of(x, axis, correction, keepdims)
+            if out is not None:
+                return out
+        return _np.var(x, axis=axis, correction=correction, keepdims=keepdims)
+
+    @staticmethod
+    def std(x, axis=None, *, correction=0, keepdims=False):
+        """np.std: np.var's result, its square root taken in place."""
+        if x.__class__ is _ndarray:
+            out = var_of(x, axis, correction, keepdims)
+            if out is not None:
+                return _sqrt(out, out=out) if out.__class__ is _ndarray else out.dtype.type(_sqrt(out))
+        return _np.std(x, axis=axis, correction=correction, keepdims=keepdims)
+
+    @staticmethod
     def argmax(x, axis=None, out=None, *, keepdims=False):
         if x.__class__ is _ndarray and out is None:
             return x.argmax(axis=axis, keepdims=keepdims)
@@ -163,6 +202,64 @@ def mean_of(x, axis, keepdims):
     this division gives.)"""
     if x.dtype.kind != "f" or x.dtype.itemsize < 4:
         return None
+    count = _reduced_count(x, axis)
+    if not count:
+        return None
+    out = _ADD(x, axis=axis, keepdims=keepdims)
+    if out.__class__ is _ndarray:  # divided in place, as np.mean does (its strides too)
+        out /= count
+        return out
+    return out / count  # np.mean: float32(float64 sum / count), the same value below 2**29 elements
+
+
+def var_of(x, axis, correction, keepdims):
+    """np.var of a float32/float64 ndarray with NumPy's own ufunc calls in NumPy's order
+    (numpy/_core/_methods.py ``_var``), or None where np.var itself must answer: other dtypes, an axis
+    NumPy rejects, a correction that is not an int or float, no degrees of freedom left (it warns)."""
+    if x.dtype.kind != "f" or x.dtype.itemsize < 4 or correction.__class__ not in (int, float):
+        return None
+    count = _reduced_count(x, axis)
+    if count is None or correction >= count:
+        return None
+    rcount = _intp(count)
+    mean = _ADD(x, axis, None, keepdims=True)
+    if mean.__class__ is not _ndarray:
+        return None
+    mean = _true_divide(mean, rcount, out=mean, casting="unsafe", subok=False)
+    d = _subtract(x, mean)
+    d = _square(d, out=d)
+    ret = _ADD(d, axis, None, None, keepdims)
+    dof = _maximum(rcount - correction, 0)
+    if ret.__class__ is _ndarray:
+        return _true_divide(ret, dof, out=ret, casting="unsafe", subok=False)
+    return ret.dtype.type(ret / dof)
+
+
+def _broadcast_strides(have, strides, shape):
+    """The strides of ``have`` (with ``strides``) broadcast to ``shape``, or None where NumPy's
+    own broadcast_to must answer (it does not broadcast, a size is not a non-negative int, empty)."""
+    lead = len(shape) - len(have)
+    if lead < 0:
+        return None
+    out = [0] * lead
+    for s in shape[:lead]:
+        if s.__class__ is not int or s <= 0:
+            return None
+    for h, st, s in zip(have, strides, shape[lead:]):
+        if s.__class__ is not int or s <= 0:
+            return None
+        if h == s and s != 1:
+            out.append(st)
+        elif h == 1:  # as NumPy's nditer: every dim of size 1 in x gets stride 0
+            out.append(0)
+        else:
+            return None
+    return tuple(out)
+
+
+def _reduced_count(x, axis):
+    """How many elements a reduction of ``x`` over ``axis`` takes, or None for an axis that NumPy
+    rejects or that is not None, an int or a tuple (NumPy's own function then answers)."""
     shape = x.shape
     n = len(shape)
     if axis is None:
@@ -179,13 +276,7 @@ def mean_of(x, axis, keepdims):
         count = 1
         for a in axis:
             count *= shape[a]
-    if not count:
-        return None
-    out = _ADD(x, axis=axis, keepdims=keepdims)
-    if out.__class__ is _ndarray:  # divided in place, as np.mean does (its strides too)
-        out /= count
-        return out
-    return out / count  # np.mean: float32(float64 sum / count), the same value below 2**29 elements
+    return count
 
 
 NUMPY_NAMESPACE = NumPyNamespace()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
@@ -74,13 +76,16 @@ def _diagonal(xp, x, offset, d1, d2):
     return xp.permute_dims(out, inverse_permutation(diagonal_perm(x.shape, d1, d2)))
 
 
+@functools.lru_cache(maxsize=256)
 def diagonal_key(sizes, offset, d1, d2):
-    """The advanced-index key that picks the diagonal (its elements where indexing puts them)."""
+    """The advanced-index key that picks the diagonal (its elements where indexing puts them).
+    Kept per arguments (every backward of a diagonal asks again); its index arrays are read-only."""
     import numpy as np
     n = max(0, min(sizes[d1] - max(-offset, 0), sizes[d2] - max(offset, 0)))
     i = np.arange(n)
     key = [slice(None)] * len(sizes)
     key[d1], key[d2] = i + max(-offset, 0), i + max(offset, 0)
+    key[d1].flags.writeable = key[d2].flags.writeable = False
     return tuple(key)
 
 
@@ -115,6 +120,11 @@ def _shape_arg(shape):
     """Accept ``reshape(2, 3)``, ``reshape((2, 3))`` and ``reshape([2, 3])``."""
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
+    for s in shape:  # the usual case: plain ints (bool's class is not int), checked without a call
+        if s.__class__ is not int:
+            break
+    else:
+        return tuple(shape)
     out = []
     for s in shape:
         if isinstance(s, bool) or not isinstance(s, int):
@@ -157,7 +167,11 @@ def reshape(input, *shape):
 
 
 def _viewable(t, shape) -> bool:
-    """Can ``t``'s data take ``shape`` without a copy (torch's rule for view, which numpy shares)?"""
+    """Can ``t``'s data take ``shape`` without a copy (torch's rule for view, which numpy shares)?
+    A C-contiguous array can take any shape of its size (the caller checked the size)."""
+    flags = getattr(t._data, "flags", None)
+    if flags is not None and flags.c_contiguous:
+        return True
     try:
         t._backend.xp.reshape(t._data, shape, copy=False)
     except (ValueError, AttributeError):
@@ -293,7 +307,6 @@ def expand(input, *sizes):
                              f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                              f"{list(shape)}")
         out.append(s)
-    from ..limits import check_numel
     check_numel(tuple(out))
     return view_of(ExpandBackward0, input, (tuple(out),))
 

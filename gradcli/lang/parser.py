@@ -211,7 +211,7 @@ def preload() -> None:
         import lark  # noqa: F401
 
 
-def _tables_path() -> str | None:
+def _tables_path(key: str | None = None) -> str | None:
     """The cache file of the fast path's plain tables, next to Lark's cache, or None. Its name is
     keyed by a hash (CRC-32: ``hashlib`` costs 3 ms of a start) of the grammar, the lark and
     Python versions and the tables' format, read without importing lark (the version from
@@ -222,7 +222,8 @@ def _tables_path() -> str | None:
         return None
     try:
         import zlib
-        key = _tables_key()
+        if key is None:
+            key = _tables_key()
         return os.path.join(base, f"grammar-{zlib.crc32(key.encode('utf-8', 'replace')):08x}"
                                   f"-{len(key):x}.fast-tables")
     except Exception:
@@ -236,9 +237,20 @@ def _tables_key() -> str:
     return f"{grammar_text()}\0{_lark_version()}\0{sys.version_info[:2]}\0{TABLES_FORMAT}"
 
 
+_LARK_VERSION: str | None = None
+
+
 def _lark_version() -> str:
     """lark's version as its ``__init__.py`` states it, found on ``sys.path`` as the import
-    system would find it, without importing lark (~0.3x numpy's import time)."""
+    system would find it, without importing lark (~0.3x numpy's import time); read once a
+    process."""
+    global _LARK_VERSION
+    if _LARK_VERSION is None:
+        _LARK_VERSION = _read_lark_version()
+    return _LARK_VERSION
+
+
+def _read_lark_version() -> str:
     import re
     import sys
     for entry in sys.path:
@@ -256,7 +268,11 @@ def _load_fast():
     """The fast path from the cached plain tables, without importing lark; None where there is
     no cache file or it is unreadable, corrupt, of another format or for another grammar (then
     Lark's path parses, and writes the file afresh)."""
-    path = _tables_path()
+    try:
+        key = _tables_key()
+    except Exception:
+        return None
+    path = _tables_path(key)
     if path is None:
         return None
     try:
@@ -265,8 +281,8 @@ def _load_fast():
         from .fastpath import FastPath
         from .postlex import PostLexer
         with open(path, "rb") as f:
-            key, tables = marshal.loads(f.read())
-        if key != _tables_key():
+            stored, tables = marshal.loads(f.read())
+        if stored != key:
             return None
         return FastPath(tables, PostLexer())
     except Exception:
@@ -276,7 +292,11 @@ def _load_fast():
 def _write_tables(lark) -> None:
     """Write the fast path's plain tables of the loaded Lark parser to the cache (atomically,
     private to the user); any failure only means Lark's path at the next start."""
-    path = _tables_path()
+    try:
+        key = _tables_key()
+    except Exception:
+        return
+    path = _tables_path(key)
     if path is None:
         return
     try:
@@ -284,7 +304,7 @@ def _write_tables(lark) -> None:
         import tempfile
 
         from .fastpath import tables_from_lark
-        data = marshal.dumps((_tables_key(), tables_from_lark(lark)))
+        data = marshal.dumps((key, tables_from_lark(lark)))
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".fast-tables-")
         try:
             with os.fdopen(fd, "wb") as f:

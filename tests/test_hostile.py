@@ -125,6 +125,15 @@ def test_printed_text_is_counted_across_prints():
     assert doc["error"]["line"] == 7
 
 
+def test_graph_json_over_the_output_limit_exits_with_its_error():
+    # the JSON document says "error" exactly when the exit status is not 0 (SPEC §1): graph's too
+    program = "x = ones(100000, requires_grad=True)\ny = (x * 2).sum()"
+    proc = no_traceback(cli("graph", program, "--json", "--max-output", "2000"))
+    doc = one_document(proc)
+    assert (proc.returncode, doc["error"]["kind"]) == (3, "limit")
+    assert doc["error"]["message"].startswith("the JSON document would be about ")
+
+
 def test_a_json_document_over_the_output_limit_is_refused_before_it_is_built():
     start = time.monotonic()
     proc = no_traceback(cli("eval", "x = ones(2**26)", "--json", memory=3_000_000_000))

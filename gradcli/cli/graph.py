@@ -124,7 +124,8 @@ def run_graph(opts, fmt: str = "tree", output: str | None = None, show_saved: bo
         print(render.json_document(result, device=opts.device, dtype=opts.dtype,
                                    extra={"graph": to_json(nodes, show_saved)}))
         if result.error is not None:  # too large for --max-output: the values were left out
-            failed = result.error.exit_code
+            sys.stdout.flush()
+            return result.error.exit_code
     elif output:
         print(f"wrote {output} ({len(nodes)} node{'s' if len(nodes) != 1 else ''})")
     elif fmt == "tree":

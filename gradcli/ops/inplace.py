@@ -10,7 +10,6 @@ fails its backward with torch's "modified by an inplace operation" message.
 
 from __future__ import annotations
 
-import inspect
 import weakref
 
 from ..autograd.grad_mode import STATE as _GRAD, no_grad

@@ -95,9 +95,9 @@ def bmm(input, mat2):
 @op(MulBackward0, ViewBackward0, category="linalg")
 def outer(input, vec2):
     """Outer product of two 1-d tensors (torch computes it as input.reshape(-1, 1) * vec2)."""
-    for arg, t in (("self", input), ("vec2", vec2)):
-        if t.ndim != 1:
-            raise ShapeError(f"outer: Expected 1-D argument {arg}, but got {t.ndim}-D")
+    for arg, v in (("self", input), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise ShapeError(f"outer: Expected 1-D argument {arg}, but got {v.ndim}-D")
     check_numel((input.shape[0], vec2.shape[0]))
     return reshape(input, -1, 1) * vec2
 

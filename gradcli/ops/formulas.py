@@ -16,6 +16,7 @@ from ..backend import NUMPY as _NUMPY, array_mean, array_sum
 from ..limits import check_flops
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
+_ADD_REDUCE = _NUMPY.xp.add.reduce
 _NUMPY_SCALARS = frozenset(type(_NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64"))
 # Up to this many elements ``F.expand`` (the backward of sum and mean) copies instead of making a
 # broadcast view: the same values, 7x cheaper on small tensors, and never more than 32 KiB.
@@ -138,11 +139,24 @@ class ArrayMath:
     def mT(self, x): return self.transpose(x, -2 % x.ndim, -1 % x.ndim)
 
     def sum_to(self, x, shape):
-        shape = tuple(shape)
-        xs = tuple(x.shape)
+        """``x`` summed back to the broadcastable ``shape`` (a broadcast input's gradient): on a NumPy
+        array, the same reductions through ``add.reduce`` itself, and no reshape where the sums
+        already gave ``shape``."""
+        if shape.__class__ is not tuple:
+            shape = tuple(shape)
+        xs = x.shape
+        if xs.__class__ is not tuple:
+            xs = tuple(xs)
         if xs == shape:
             return x
-        axes, keep = _sum_to_axes(xs, shape)
+        found = _SUM_TO_AXES.get((xs, shape))
+        axes, keep = _sum_to_axes(xs, shape) if found is None else found
+        if x.__class__ is _ndarray:
+            if keep:
+                x = _ADD_REDUCE(x, keep, None, None, True)
+            if axes:
+                x = _ADD_REDUCE(x, axes)
+            return x if x.__class__ is _ndarray and x.shape == shape else x.reshape(shape)
         xp = self.xp
         if keep:
             x = array_sum(xp, x, keep, True)

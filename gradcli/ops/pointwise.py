@@ -7,10 +7,12 @@ summed back to their shapes by the node base (``broadcasts=True``).
 
 from __future__ import annotations
 
+import numpy as _np
+
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply1, apply2
-from .registry import as_tensor_arg, op
+from ..autograd.function import _devices_differ, apply, apply1, apply2, record_number
+from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
@@ -19,6 +21,7 @@ from ..autograd.views import rebase, writable
 from .inplace import scalar_type as _scalar_type
 
 _SCALARS = (int, float, bool)
+_NDARRAY = _np.ndarray
 
 
 
@@ -57,7 +60,6 @@ def _operands(a, b, name: str):
     return None
 
 
-_BROADCASTS: dict = {}  # (shape a, shape b) -> their broadcast shape, for shapes that broadcast
 
 
 def _check_broadcast(sa, sb) -> None:
@@ -87,11 +89,22 @@ def _broadcast_shape(sa, sb) -> tuple:
 
 
 def _binary(cls, a, b, attrs, name):
-    if a.__class__ is Tensor and b.__class__ is Tensor:
+    """Every binary op's path from its function (``torch.add(x, row)``, ``x.mul(2)``, ``2 / x``'s
+    product): nothing to check or cast for two tensors of one dtype whose shapes are equal or a pair
+    seen to broadcast to one of them (no result larger than an operand: no limit to check), nor for
+    a floating NumPy tensor and a Python number (the number recorded with no edge, as torch's
+    wrapped number); the rest through ``_operands``'s checks and promotion."""
+    if a.__class__ is Tensor:
         da = a._data
-        db = b._data
-        if da.dtype == db.dtype and da.shape == db.shape:  # the common case: nothing to check or cast
-            return apply2(cls, a, b, da, db, attrs)
+        kind = b.__class__
+        if kind is Tensor:
+            db = b._data
+            if da.dtype == db.dtype:
+                sa, sb = da.shape, db.shape
+                if sa == sb or _BROADCASTS.get((sa, sb)) in (sa, sb):
+                    return apply2(cls, a, b, da, db, attrs)
+        elif (kind is float or kind is int) and da.__class__ is _NDARRAY and da.dtype.kind == "f":
+            return record_number(cls, a, b, da, cls.forward(a._backend.xp, da, b, *attrs), attrs)
     return apply(cls, (a, b), attrs, _operands(a, b, name))
 
 

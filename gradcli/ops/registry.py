@@ -216,6 +216,11 @@ def _install_operator(info: Op, reflected, fast: bool) -> None:
         setattr(Tensor, f"__r{dunder}__", fn if reflected is True else reflected)
 
 
+# Broadcast shapes of pairs of shapes that broadcast, (shape a, shape b) -> result's shape: filled by
+# the binary ops' general path (ops/pointwise.py's _check_broadcast, which also checks the limits).
+BROADCASTS: dict = {}
+
+
 # The fast path's arrays: NumPy's (the CPU backend's). CuPy's and array-api-strict's take the general
 # function (array-api-strict warns when its dtypes meet NumPy's).
 _NDARRAY = _np.ndarray
@@ -223,10 +228,13 @@ _NDARRAY = _np.ndarray
 
 def _fast_operator(info: Op):
     """``Tensor.__mul__`` and friends, shared by every binary operator declared ``fast=True``:
-    two tensors of one floating dtype, shape and device (what a chain of arithmetic is made of),
-    or a tensor and a Python number (``y * 1.0001``, ``w - 0.1 * g``: the tensor's dtype wins, by
-    torch's rule and NumPy's for Python scalars), go straight to the array operator and the
-    recording; anything else (broadcasting, promotion, integers, errors, a formula running under
+    two tensors of one floating dtype and device whose shapes are equal (what a chain of arithmetic
+    is made of) or broadcast to one of the two (``x + row``: a pair of shapes the general path has
+    checked before, and a result no larger than an operand, so no limit to check), or a tensor and
+    a Python number (``y * 1.0001``, ``w - 0.1 * g``: the tensor's dtype wins, by torch's rule and
+    NumPy's for Python scalars), go straight to the array operator and the recording (``record2``
+    keeps a broadcast input's shape for the backward's sum_to); anything else (a new pair of
+    shapes, a result larger than both, promotion, integers, errors, a formula running under
     create_graph, where torch records its Scalar overloads) takes the op's function."""
     cls = info.nodes[0]
     compute = _ARRAY_OPERATORS[info.operator]
@@ -234,6 +242,7 @@ def _fast_operator(info: Op):
     defaults = inspect.signature(general).parameters
     attrs = tuple(defaults[a].default for a in cls.attr_names)
     grad_state = _GRAD_STATE
+    broadcasts = BROADCASTS
 
     def operator(a, b):
         kind = b.__class__
@@ -241,8 +250,10 @@ def _fast_operator(info: Op):
         if da.__class__ is _NDARRAY and da.dtype.kind == "f" and not grad_state.formula:
             if kind is Tensor:
                 db = b._data
-                if da.dtype == db.dtype and da.shape == db.shape and a._backend is b._backend:
-                    return record2(cls, a, b, da, db, compute(da, db), attrs)
+                if da.dtype == db.dtype and a._backend is b._backend:
+                    sa, sb = da.shape, db.shape
+                    if sa == sb or broadcasts.get((sa, sb)) in (sa, sb):
+                        return record2(cls, a, b, da, db, compute(da, db), attrs)
             elif kind is float or kind is int:
                 return record_number(cls, a, b, da, compute(da, b), attrs)
         return general(a, b)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import weakref
 
+from ..autograd.function import apply1
 from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..autograd.node import replace_saved
 from ..autograd.tensor import Tensor
-from ..autograd.views import is_view, rebase, writable
+from ..autograd.views import ViewInfo, check_inplace, rebase, writable
 from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 
 # The in-place functions torch has at module level (``torch.exp_(x)``); the others are methods only.
@@ -30,7 +31,7 @@ def inplace_variant(outplace, name: str):
     def inplace(input, *args, **kwargs):
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        input._check_inplace()
+        check_inplace(input)  # Tensor._check_inplace's checks, without its per-call import
         if _GRAD.enabled and (input._requires_grad or _any_requires_grad(args, kwargs)):
             _record(input, outplace, args, kwargs)
         else:
@@ -55,7 +56,7 @@ def _record(input: Tensor, outplace, args, kwargs) -> None:
     result = outplace(input, *args, **kwargs)
     node = result.grad_fn
     if node is not None and _saves_self(node, input):
-        replace_saved(node, input, _clone(input))  # torch's original_self: a clone, in the graph
+        _save_original(node, input)  # torch's original_self: a clone, in the graph
     _write(input, result)
     input._bump()
     if node is None:
@@ -66,27 +67,50 @@ def _record(input: Tensor, outplace, args, kwargs) -> None:
         vc = input._vc
         # torch names the view's node of the moment (AsStridedBackward0) in the "modified" error
         # while that node lives (held by the view, or by ops that used the view since)
-        node._vr = (vc, vc[0], weakref.ref(input.grad_fn)) if is_view(input) else (vc, vc[0])
+        node._vr = (vc, vc[0], weakref.ref(input.grad_fn)) if input._view.__class__ is ViewInfo else (vc, vc[0])
 
 
 def _saves_self(node, t) -> bool:
-    sx = getattr(node, "_sx", None)
-    return sx[0][0] is t if sx is not None else getattr(node, "_s0", None) is t
+    """Did ``node`` save ``t`` as its first input? Read from the slots recording fills (``_s0`` for up
+    to two inputs, ``_sx`` beyond): a slot never set would cost a miss through Node.__getattr__."""
+    try:
+        if node._k <= 2:
+            return node._s0 is t
+        sx = node._sx
+    except AttributeError:  # a hand-written node class
+        sx = getattr(node, "_sx", None)
+        if sx is None:
+            return getattr(node, "_s0", None) is t
+    return sx is not None and sx[0][0] is t
 
 
-def _clone(t: Tensor) -> Tensor:
-    from .registry import FUNCTIONS
-    return FUNCTIONS["clone"].fn(t)
+_CLONE = [None]  # shape.CloneBackward0
+
+
+def _save_original(node, t: Tensor) -> None:
+    """Save a clone of ``t`` (``t.clone()``: CloneBackward0, in the graph) where ``node`` saved ``t``
+    as its first input, at the clone's version (0: it is new), as ``replace_saved`` does."""
+    cls = _CLONE[0]
+    if cls is None:
+        from .shape import CloneBackward0  # not at import: the registry loads this module mid-declaration
+        cls = _CLONE[0] = CloneBackward0
+    clone = apply1(cls, t, t._data)
+    if node._k <= 2 and node._s0 is t:
+        node._s0, node._v0 = clone, 0
+    else:
+        replace_saved(node, t, clone)
 
 
 def _write(input: Tensor, result: Tensor) -> None:
-    if tuple(result._data.shape) != tuple(input._data.shape):
+    data, into = result._data, input._data
+    if data.shape != into.shape and tuple(data.shape) != tuple(into.shape):
         raise ShapeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
                          f"{list(result.shape)}")
-    if result._data.dtype != input._data.dtype and input.dtype.category < result.dtype.category:
+    dtype = data.dtype
+    if dtype is not into.dtype and dtype != into.dtype and input.dtype.category < result.dtype.category:
         raise RuntimeTypeError(f"result type {scalar_type(result.dtype)} can't be cast to the desired output "
                                f"type {scalar_type(input.dtype)}")
-    writable(input)[...] = result._data
+    writable(input)[...] = data
 
 
 def scalar_type(dtype) -> str:

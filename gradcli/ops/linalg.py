@@ -3,13 +3,18 @@ so the graph a learner sees (``SqueezeBackward4``, ``UnsafeViewBackward0``...) i
 
 from __future__ import annotations
 
+import numpy as _np
+
 from ..errors import ShapeError, GradTypeError
-from ..autograd.function import apply
+from ..autograd.function import apply, apply2
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
 from .pointwise import MulBackward0
-from .shape import ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose, t, unsqueeze
+from .shape import (UnsqueezeBackward0, ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose,
+                    t, unsqueeze, view_of)
+
+_NDARRAY = _np.ndarray
 
 MmBackward0 = define_node("MmBackward0", inputs=("self", "mat2"),
                           self="F.mm(grad, F.t(mat2))", mat2="F.mm(F.t(self), grad)",
@@ -49,40 +54,56 @@ def _same_dtype(a, b, name):
 @op(MmBackward0, category="linalg")
 def mm(input, mat2):
     """Matrix product of two 2-d tensors."""
-    if input.ndim != 2 or mat2.ndim != 2:
-        raise ShapeError(f"{'self' if input.ndim != 2 else 'mat2'} must be a matrix")
-    (n, k), (k2, m) = input._data.shape, mat2._data.shape  # the arrays' own shapes: no Size objects
+    da, db = input._data, mat2._data
+    if da.ndim != 2 or db.ndim != 2:
+        raise ShapeError(f"{'self' if da.ndim != 2 else 'mat2'} must be a matrix")
+    (n, k), (k2, m) = da.shape, db.shape
     if k != k2:
         raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
-    _same_dtype(input, mat2, "mm")
-    check_numel((n, m))
+    return _mm(input, mat2)
+
+
+def _mm(input, mat2):
+    """MmBackward0 recorded on two matrices whose shapes were checked (mm's, and matmul's paths):
+    the dtypes, the limits (a result no larger than an operand needs none), the time it takes."""
+    da, db = input._data, mat2._data
+    if da.dtype != db.dtype:
+        _same_dtype(input, mat2, "mm")
+    (n, k), m = da.shape, db.shape[1]
+    if n * m > da.size and n * m > db.size:
+        check_numel((n, m))
     check_flops(2 * n * k * m, "this matrix product")
-    return apply(MmBackward0, (input, mat2))
+    return apply2(MmBackward0, input, mat2, da, db)
 
 
 @op(MvBackward0, category="linalg")
 def mv(input, vec):
     """Matrix-vector product."""
-    if input.ndim != 2 or vec.ndim != 1:
-        raise ShapeError(f"vector + matrix @ vector expected, got {vec.ndim}, {input.ndim}, {vec.ndim}")
-    if input.shape[1] != vec.shape[0]:
-        raise ShapeError(f"size mismatch, got input ({input.shape[0]}), mat ({input.shape[0]}x{input.shape[1]}), "
-                         f"vec ({vec.shape[0]})")
-    _same_dtype(input, vec, "mv")
-    return apply(MvBackward0, (input, vec))
+    da, dv = input._data, vec._data
+    if da.ndim != 2 or dv.ndim != 1:
+        raise ShapeError(f"vector + matrix @ vector expected, got {dv.ndim}, {da.ndim}, {dv.ndim}")
+    (n, k), k2 = da.shape, dv.shape[0]
+    if k != k2:
+        raise ShapeError(f"size mismatch, got input ({n}), mat ({n}x{k}), vec ({k2})")
+    if da.dtype != dv.dtype:
+        _same_dtype(input, vec, "mv")
+    return apply2(MvBackward0, input, vec, da, dv)
 
 
 @op(DotBackward0, category="linalg")
 def dot(input, tensor):
     """Inner product of two 1-d tensors."""
-    if input.ndim != 1 or tensor.ndim != 1:
-        raise ShapeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
-    if input.shape[0] != tensor.shape[0]:
-        raise ShapeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
-                         f"[{tensor.shape[0]}] to have the same number of elements, but got "
-                         f"{input.shape[0]} and {tensor.shape[0]} elements respectively")
-    _same_dtype(input, tensor, "dot")
-    return apply(DotBackward0, (input, tensor))
+    da, db = input._data, tensor._data
+    if da.ndim != 1 or db.ndim != 1:
+        raise ShapeError(f"1D tensors expected, but got {da.ndim}D and {db.ndim}D tensors")
+    n, n2 = da.shape[0], db.shape[0]
+    if n != n2:
+        raise ShapeError(f"inconsistent tensor size, expected tensor [{n}] and src "
+                         f"[{n2}] to have the same number of elements, but got "
+                         f"{n} and {n2} elements respectively")
+    if da.dtype != db.dtype:
+        _same_dtype(input, tensor, "dot")
+    return apply2(DotBackward0, input, tensor, da, db)
 
 
 def bmm(input, mat2):
@@ -94,19 +115,26 @@ def bmm(input, mat2):
 
 @op(MulBackward0, ViewBackward0, category="linalg")
 def outer(input, vec2):
-    """Outer product of two 1-d tensors (torch computes it as input.reshape(-1, 1) * vec2)."""
+    """Outer product of two 1-d tensors (torch computes it as input.reshape(-1, 1) * vec2: a view of
+    a vector as a column is always possible, so reshape's ViewBackward0 is recorded directly)."""
     for arg, v in (("self", input), ("vec2", vec2)):
-        if v.ndim != 1:
-            raise ShapeError(f"outer: Expected 1-D argument {arg}, but got {v.ndim}-D")
-    check_numel((input.shape[0], vec2.shape[0]))
-    return reshape(input, -1, 1) * vec2
+        if v._data.ndim != 1:
+            raise ShapeError(f"outer: Expected 1-D argument {arg}, but got {v._data.ndim}-D")
+    n = input._data.shape[0]
+    check_numel((n, vec2._data.shape[0]))
+    column = view_of(ViewBackward0, input, ((n, 1),))
+    if column._data.dtype == vec2._data.dtype:  # shapes and limits checked: mul's node, directly
+        return apply2(MulBackward0, column, vec2, column._data, vec2._data)
+    return column * vec2
 
 
 @op(MmBackward0, MvBackward0, DotBackward0, BmmBackward0, category="linalg", operator="a @ b",
     reflected=lambda a, b: matmul(b, a))
 def matmul(input, other):
-    """Matrix product with torch's rules for 1-d, 2-d and batched operands (the @ operator)."""
-    a, b = input.ndim, other.ndim
+    """Matrix product with torch's rules for 1-d, 2-d and batched operands (the @ operator), recorded
+    as torch's decomposition: views (recorded directly where torch's own is a view) around mm/mv/dot."""
+    da, db = input._data, other._data
+    a, b = da.ndim, db.ndim
     if a == 0 or b == 0:
         raise ShapeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
     if a == 1 and b == 1:
@@ -114,19 +142,22 @@ def matmul(input, other):
     if a == 2 and b == 1:
         return mv(input, other)
     if a == 1 and b == 2:
-        _inner(input.shape[0], other.shape[0], (1, input.shape[0]), other.shape)
-        return _squeeze4(mm(unsqueeze(input, 0), other), 0)
+        _inner(da.shape[0], db.shape[0], (1, da.shape[0]), db.shape)
+        return _squeeze4(_mm(view_of(UnsqueezeBackward0, input, (0,)), other), 0)
     if a == 2 and b == 2:
         return mm(input, other)
     if a >= 3 and b <= 2:
         # fold the batch into rows: (..., n, k) -> (N, k)
-        lead = input.shape[:-1]
-        folded = reshape(input, -1, input.shape[-1])
+        lead, k = da.shape[:-1], da.shape[-1]
+        if b == 2:  # (a vector: mv's own message, on the folded matrix, as torch)
+            _inner(k, db.shape[0], da.shape, db.shape)
+        if da.__class__ is _NDARRAY and da.size and da.flags.c_contiguous:  # reshape's view, directly
+            folded = view_of(ViewBackward0, input, ((da.size // k, k),))
+        else:
+            folded = reshape(input, -1, k)
         if b == 1:
-            _inner(input.shape[-1], other.shape[0], input.shape, other.shape)
             return _unsafe_view(mv(folded, other), lead)
-        _inner(input.shape[-1], other.shape[0], input.shape, other.shape)
-        return _unsafe_view(mm(folded, other), lead + (other.shape[-1],))
+        return _unsafe_view(_mm(folded, other), lead + (db.shape[-1],))
     if a <= 2 and b >= 3:
         # torch: (b.mT @ a.mT).mT through the folded path
         if a == 1:

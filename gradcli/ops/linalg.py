@@ -12,7 +12,7 @@ from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
 from .pointwise import MulBackward0
 from .shape import (UnsqueezeBackward0, ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose,
-                    t, unsqueeze, view_of)
+                    squeeze, t, unsqueeze, view_of)
 
 _NDARRAY = _np.ndarray
 
@@ -146,19 +146,18 @@ def matmul(input, other):
         return _squeeze4(_mm(view_of(UnsqueezeBackward0, input, (0,)), other), 0)
     if a == 2 and b == 2:
         return mm(input, other)
-    if a >= 3 and b <= 2:
-        # fold the batch into rows: (..., n, k) -> (N, k)
-        lead, k = da.shape[:-1], da.shape[-1]
-        if b == 2:  # (a vector: mv's own message, on the folded matrix, as torch)
-            _inner(k, db.shape[0], da.shape, db.shape)
-        if da.__class__ is _NDARRAY and da.size and da.flags.c_contiguous:  # reshape's view, directly
-            folded = view_of(ViewBackward0, input, ((da.size // k, k),))
-        else:
-            folded = reshape(input, -1, k)
-        if b == 1:
-            return _unsafe_view(mv(folded, other), lead)
-        return _unsafe_view(_mm(folded, other), lead + (db.shape[-1],))
-    if a <= 2 and b >= 3:
+    if _should_fold(input, other, da, db):
+        if a >= 3:  # fold the batch into rows: (..., n, k) -> (N, k)
+            lead, k = da.shape[:-1], da.shape[-1]
+            if b == 2:  # (a vector: mv's own message, on the folded matrix, as torch)
+                _inner(k, db.shape[0], da.shape, db.shape)
+            if da.__class__ is _NDARRAY and da.size and da.flags.c_contiguous:  # reshape's view, directly
+                folded = view_of(ViewBackward0, input, ((da.size // k, k),))
+            else:
+                folded = reshape(input, -1, k)
+            if b == 1:
+                return _unsafe_view(mv(folded, other), lead)
+            return _unsafe_view(_mm(folded, other), lead + (db.shape[-1],))
         # torch: (b.mT @ a.mT).mT through the folded path
         if a == 1:
             _inner(input.shape[0], other.shape[-2], input.shape, other.shape)
@@ -171,6 +170,30 @@ def matmul(input, other):
         out = _unsafe_view(mm(folded, t(input)), other.shape[:-2] + (other.shape[-1], input.shape[0]))
         return clone(transpose(out, -1, -2))
     return _batched(input, other)
+
+
+def _should_fold(input, other, da, db) -> bool:
+    """torch's should_fold: multiply the larger operand (3-d or more, against one of 1 or 2 dims) as
+    one matrix through mm/mv rather than as a batch through bmm: always where the smaller one requires
+    grad, never for a matrix on the left, else where the larger one's leading dims can be merged
+    without a copy (strides, as torch reads them; an empty one always)."""
+    a, b = da.ndim, db.ndim
+    larger = a >= b
+    if not ((a if larger else b) >= 3 and (b if larger else a) <= 2):
+        return False
+    if (other if larger else input)._requires_grad:
+        return True
+    if a == 2:
+        return False
+    big = da if larger else db
+    strides = getattr(big, "strides", None)
+    if big.size == 0 or strides is None:
+        return True
+    shape = big.shape
+    if not larger:  # torch folds other.mT
+        shape, strides = shape[:-2] + shape[:-3:-1], strides[:-2] + strides[:-3:-1]
+    # its first n - 1 dims merge into one without a copy
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(len(shape) - 2))
 
 
 def _inner(k1, k2, sa, sb):
@@ -188,26 +211,33 @@ def _fmt(shape):
 
 
 def _batched(input, other):
-    from .pointwise import _broadcast_shapes
-    if input.ndim == 1:
-        input = unsqueeze(input, 0)
-    squeeze_last = other.ndim == 1
-    if squeeze_last:
-        other = unsqueeze(other, -1)
-    n, k = input.shape[-2:]
-    k2, m = other.shape[-2:]
-    if k != k2:
-        raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                         f"[{other.shape[0]}, {k}] but got: [{other.shape[0]}, {k2}].")
-    from .pointwise import _check_broadcast
-    _check_broadcast(tuple(input.shape[:-2]), tuple(other.shape[:-2]))  # torch's "The size of tensor a (4) ..."
-    batch = _broadcast_shapes(input.shape[:-2], other.shape[:-2])
-    check_numel(batch + (n, m))
+    """torch's batched matmul: both operands expanded to the broadcast batch and folded into one bmm
+    (a vector on the right as a column), or, for 3-d operands whose batch of 1 requires grad, that
+    batch squeezed away first (torch's shortcut for the gradient's sake)."""
+    from .pointwise import _broadcast_shapes, _check_broadcast
+    da, db = input._data, other._data
+    a, b = da.ndim, db.ndim
+    n, m1, batch1 = (da.shape[-2] if a > 1 else 1), da.shape[-1], da.shape[:max(a - 2, 0)]
+    m2, p, batch2 = (db.shape[-2] if b > 1 else db.shape[0]), (db.shape[-1] if b > 1 else 1), db.shape[:max(b - 2, 0)]
+    if a == 3 and b == 3 and batch1[0] != batch2[0]:
+        if batch1[0] == 1 and input._requires_grad:
+            return matmul(squeeze(input, 0), other)
+        if batch2[0] == 1 and other._requires_grad:
+            return matmul(input, squeeze(other, 0))
+    _check_broadcast(batch1, batch2)  # torch's "The size of tensor a (4) must match ..."
+    batch = _broadcast_shapes(batch1, batch2)
     flat = 1
     for s in batch:
         flat *= s
-    check_flops(2 * flat * n * k * m, "this batched matrix product")
-    a = reshape(expand(input, *(batch + (n, k))), flat, n, k)
-    b = reshape(expand(other, *(batch + (k, m))), flat, k, m)
-    out = _unsafe_view(bmm(a, b), batch + (n, m))
-    return out
+    if m1 != m2:
+        raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                         f"[{flat}, {m1}] but got: [{flat}, {m2}].")
+    out_shape = batch + ((n,) if a > 1 else ()) + ((p,) if b > 1 else ())
+    check_numel(out_shape)
+    check_flops(2 * flat * n * m1 * p, "this batched matrix product")
+    left = reshape(expand(input, *(batch + (n, m1))), flat, n, m1)
+    if b == 1:
+        right = unsqueeze(reshape(expand(other, *(batch + (m2,))), flat, m2), 2)
+        return _unsafe_view(squeeze(bmm(left, right), -1), out_shape)
+    right = reshape(expand(other, *(batch + (m2, p))), flat, m2, p)
+    return _unsafe_view(bmm(left, right), out_shape)

@@ -192,3 +192,22 @@ def test_matmul_folds_or_batches_as_torch_decides(sa, sb):
             assert ours[0] == theirs[0], (ga, gb, transposed)
             compared += 1
     assert compared >= 3
+
+
+def test_vector_at_matrix_is_squeezed_in_place_as_torch():
+    """torch's 1-d @ 2-d is ``v.unsqueeze(0).mm(x).squeeze_(0)``: the result is no view, at version 1,
+    and an in-place op on it records its own node (not a CopySlices on a base)."""
+    seen = []
+    for m in (gc, torch):
+        x = m.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+        v = m.tensor([1.5, -0.5], requires_grad=True)
+        out = v @ x
+        row = (out._is_view(), out._base is None, out._version, _names(out.grad_fn))
+        out.mul_(m.tensor([2.0, 3.0]))
+        out.sum().backward()
+        with m.no_grad():
+            quiet = v @ x
+        seen.append(row + (out._version, out.grad_fn.name(), v.grad.tolist(), x.grad.tolist(), quiet._version,
+                           quiet._is_view(), quiet.requires_grad))
+    assert seen[0] == seen[1]
+    assert seen[0][:3] == (False, True, 1)

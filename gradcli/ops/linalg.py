@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import ShapeError, GradTypeError
-from ..autograd.function import apply, apply2
+from ..autograd.function import apply, apply1, apply2
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
 from .pointwise import MulBackward0
-from .shape import (UnsqueezeBackward0, ViewBackward0, _squeeze4, _unsafe_view, clone, expand, reshape, transpose,
+from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape, transpose,
                     squeeze, t, unsqueeze, view_of)
 
 _NDARRAY = _np.ndarray
@@ -143,7 +143,7 @@ def matmul(input, other):
         return mv(input, other)
     if a == 1 and b == 2:
         _inner(da.shape[0], db.shape[0], (1, da.shape[0]), db.shape)
-        return _squeeze4(_mm(view_of(UnsqueezeBackward0, input, (0,)), other), 0)
+        return _squeeze0_(_mm(view_of(UnsqueezeBackward0, input, (0,)), other))
     if a == 2 and b == 2:
         return mm(input, other)
     if _should_fold(input, other, da, db):
@@ -170,6 +170,16 @@ def matmul(input, other):
         out = _unsafe_view(mm(folded, t(input)), other.shape[:-2] + (other.shape[-1], input.shape[0]))
         return clone(transpose(out, -1, -2))
     return _batched(input, other)
+
+
+def _squeeze0_(product):
+    """torch's ``product.squeeze_(0)`` on the (1, m) product of matmul's 1-d @ 2-d: the product itself,
+    squeezed in place, so not a view of anything, at version 1, its grad_fn SqueezeBackward4 to the
+    product's MmBackward0. The product is matmul's own, seen by nobody else: its squeezed form is
+    recorded as a new tensor over the same memory, which then takes the in-place change's version."""
+    out = apply1(SqueezeBackward4, product, product._data, (product._data.shape[1:],))
+    out._bump()
+    return out
 
 
 def _should_fold(input, other, da, db) -> bool:

@@ -211,3 +211,24 @@ def test_vector_at_matrix_is_squeezed_in_place_as_torch():
                            quiet._is_view(), quiet.requires_grad))
     assert seen[0] == seen[1]
     assert seen[0][:3] == (False, True, 1)
+
+
+def test_array_formulas_t_and_outer_are_numpys():
+    """ArrayMath.t and .outer on NumPy arrays: the views and products np.transpose / np.reshape give."""
+    from gradcli.backend import NUMPY
+    from gradcli.ops.formulas import ArrayMath
+    F = ArrayMath(NUMPY)
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((3, 2)).astype(np.float32)
+    got = F.t(m)
+    want = np.transpose(m, (1, 0))
+    assert got.shape == want.shape and got.strides == want.strides and np.shares_memory(got, m)
+    np.testing.assert_array_equal(got, want)
+    v = rng.standard_normal(3)
+    assert F.t(v) is v
+    for dtype in (np.float32, np.float64):
+        a, b = rng.standard_normal(4).astype(dtype), rng.standard_normal(3).astype(dtype)
+        got = F.outer(a, b)
+        want = np.reshape(a, (-1, 1)) * np.reshape(b, (1, -1))
+        assert got.dtype == want.dtype and got.shape == (4, 3)
+        np.testing.assert_array_equal(got, want)

@@ -135,7 +135,10 @@ class ArrayMath:
         perm[d0], perm[d1] = perm[d1], perm[d0]
         return self.xp.permute_dims(x, tuple(perm))
     def permute(self, x, dims): return self.xp.permute_dims(x, tuple(dims))
-    def t(self, x): return x if x.ndim < 2 else self.xp.permute_dims(x, (1, 0))
+    def t(self, x):
+        if x.ndim < 2:
+            return x
+        return x.T if x.__class__ is _ndarray else self.xp.permute_dims(x, (1, 0))  # (a matrix's .T: the same view)
     def mT(self, x): return self.transpose(x, -2 % x.ndim, -1 % x.ndim)
 
     def sum_to(self, x, shape):
@@ -190,7 +193,10 @@ class ArrayMath:
         check_flops(2 * max(a.shape[0], b.shape[0]) * a.shape[1] * a.shape[2] * b.shape[2],
                     "this batched matrix product (in backward)")
         return self.xp.matmul(a, b)
-    def outer(self, a, b): return self.xp.reshape(a, (-1, 1)) * self.xp.reshape(b, (1, -1))
+    def outer(self, a, b):
+        if a.__class__ is _ndarray and b.__class__ is _ndarray:
+            return a.reshape(-1, 1) * b  # the same product: b broadcasts as the row it was reshaped to
+        return self.xp.reshape(a, (-1, 1)) * self.xp.reshape(b, (1, -1))
 
     # indexing
     def take(self, x, key): return self.backend.gather(x, key)

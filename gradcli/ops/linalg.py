@@ -11,8 +11,8 @@ from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
 from .pointwise import MulBackward0
-from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape, transpose,
-                    squeeze, t, unsqueeze, view_of)
+from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
+                    squeeze, t, transpose, unsqueeze, view_of)
 
 _NDARRAY = _np.ndarray
 
@@ -228,7 +228,8 @@ def _batched(input, other):
     da, db = input._data, other._data
     a, b = da.ndim, db.ndim
     n, m1, batch1 = (da.shape[-2] if a > 1 else 1), da.shape[-1], da.shape[:max(a - 2, 0)]
-    m2, p, batch2 = (db.shape[-2] if b > 1 else db.shape[0]), (db.shape[-1] if b > 1 else 1), db.shape[:max(b - 2, 0)]
+    m2, p = (db.shape[-2], db.shape[-1]) if b > 1 else (db.shape[0], 1)
+    batch2 = db.shape[:max(b - 2, 0)]
     if a == 3 and b == 3 and batch1[0] != batch2[0]:
         if batch1[0] == 1 and input._requires_grad:
             return matmul(squeeze(input, 0), other)

@@ -254,3 +254,16 @@ def test_broadcast_to_writeable_flag_as_numpy():
                 outcomes.append(_outcome(setattr, r.flags, "writeable", True)[1].__class__)
                 outcomes.append(r.flags.writeable)
             assert outcomes[:2] == outcomes[2:]
+
+
+def test_broadcast_to_kept_strides_give_numpys_view_again():
+    """broadcast_to keeps the strides it found per (shape, strides, target): a second call of the
+    same key (another array, another dtype of the same item size) is still NumPy's own view."""
+    from gradcli.backend import numpy_fast
+    numpy_fast._STRIDES.clear()
+    for _ in range(2):
+        for a in (np.arange(3.0, dtype=np.float32), np.arange(3, dtype=np.int32), np.arange(3.0),
+                  np.ones((2, 1), np.float32), np.array([True, False, True])):
+            for shape in [(2, 3), (4, 2, 3), (3,), (2, 2, 1), (2, 2, 3)]:
+                _check("broadcast_to", a, shape)
+    assert ((3,), (4,), (2, 3)) in numpy_fast._STRIDES and ((3,), (8,), (2, 3)) in numpy_fast._STRIDES

@@ -103,7 +103,14 @@ class NumPyNamespace:
         over x's buffer."""
         if x.__class__ is _ndarray and shape.__class__ is tuple and x.size and x.dtype.kind in "biufc" \
                 and x.flags.c_contiguous:
-            strides = _broadcast_strides(x.shape, x.strides, shape)
+            key = (x.shape, x.strides, shape)
+            strides = _STRIDES.get(key)
+            if strides is None:
+                strides = _broadcast_strides(x.shape, x.strides, shape)
+                if strides is not None:  # kept per (shape, strides, target): programs repeat a few
+                    if len(_STRIDES) >= 4096:
+                        _STRIDES.clear()
+                    _STRIDES[key] = strides
             if strides is not None:
                 out = _ndarray(shape, x.dtype, x, 0, strides)
                 out.flags.writeable = False
@@ -233,6 +240,9 @@ def var_of(x, axis, correction, keepdims):
     if ret.__class__ is _ndarray:
         return _true_divide(ret, dof, out=ret, casting="unsafe", subok=False)
     return ret.dtype.type(ret / dof)
+
+
+_STRIDES: dict = {}  # broadcast_to's (shape, strides, target shape) -> the view's strides
 
 
 def _broadcast_strides(have, strides, shape):

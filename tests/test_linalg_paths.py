@@ -232,3 +232,27 @@ def test_array_formulas_t_and_outer_are_numpys():
         want = np.reshape(a, (-1, 1)) * np.reshape(b, (1, -1))
         assert got.dtype == want.dtype and got.shape == (4, 3)
         np.testing.assert_array_equal(got, want)
+
+
+def test_array_formulas_reshape_and_squeeze_are_numpys():
+    """ArrayMath.reshape / .squeeze on NumPy arrays (every view's backward): np.reshape's and
+    np.squeeze's results (shape, strides, view or copy), for tuples, lists and Size-like shapes."""
+    from gradcli.backend import NUMPY
+    from gradcli.ops.formulas import ArrayMath
+    F = ArrayMath(NUMPY)
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for x in (base, base.T, base[:, 1:3], np.broadcast_to(base[0], (2, 4)), base[None]):
+        for shape in (x.shape[::-1], [x.size], (x.size, 1), (-1,)):
+            want = np.reshape(x, tuple(shape))
+            got = F.reshape(x, shape)
+            assert got.shape == want.shape and got.strides == want.strides
+            assert np.shares_memory(got, x) == np.shares_memory(want, x)
+            np.testing.assert_array_equal(got, want)
+    ones = np.ones((1, 3, 1), np.float64)
+    for dim in (0, 2, -1, (0, 2)):
+        want, got = np.squeeze(ones, axis=dim), F.squeeze(ones, dim)
+        assert got.shape == want.shape and got.strides == want.strides and np.shares_memory(got, ones)
+    with pytest.raises(ValueError):
+        F.squeeze(ones, 1)
+    scalar = np.float32(2.5)  # a full reduction's result takes NumPy's own function
+    assert F.reshape(scalar, (1,)).shape == (1,)

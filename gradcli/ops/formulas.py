@@ -114,8 +114,12 @@ class ArrayMath:
         return fn(x, axis=dim)
 
     # shapes
-    def reshape(self, x, shape): return self.xp.reshape(x, tuple(shape))
-    def squeeze(self, x, dim): return self.xp.squeeze(x, axis=dim)
+    # (a NumPy array's own methods: what np.reshape and np.squeeze call for it, without their wrappers)
+    def reshape(self, x, shape):
+        return x.reshape(shape) if x.__class__ is _ndarray else self.xp.reshape(x, tuple(shape))
+
+    def squeeze(self, x, dim):
+        return x.squeeze(axis=dim) if x.__class__ is _ndarray else self.xp.squeeze(x, axis=dim)
 
     def masked_fill(self, x, mask, value):
         return self.xp.where(mask, self.xp.asarray(value, dtype=x.dtype), x)

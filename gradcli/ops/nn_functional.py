@@ -212,6 +212,15 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
         out = xp.zeros(target.shape, dtype=x.dtype)
         out[key[:1] + key[2:]] = -picked
         return out
+    if picked.__class__ is _ndarray and picked.ndim == 1:
+        # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
+        # arithmetic costs more than the reduction): the same float32 operations as below
+        total = _ADD_REDUCE(picked, 0, None, None, True)
+        if reduction == 1:
+            total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)
+        else:
+            _np.negative(total, total)
+        return total.reshape(())
     total = -xp.sum(picked)
     return total / x.dtype.type(total_weight) if reduction == 1 else total
 
@@ -222,6 +231,11 @@ def _picked(xp, ndim, target, ignore_index):
     if ndim == 1:
         cols = xp.reshape(target, (-1,))[xp.reshape(target, (-1,)) != ignore_index]
         return (cols,), cols
+    if ndim == 2 and target.__class__ is _ndarray and ignore_index < 0 and target.size \
+            and _MIN_REDUCE(target) >= 0:
+        # a negative ignore_index that no target equals (nll_loss refused other negative targets):
+        # every row picks, in order, which is what the mask and nonzero below would find
+        return (_arange(target.shape[0]), target), target
     where = xp.nonzero(target != ignore_index)
     cols = target[where]
     return (where[0], cols) + tuple(where[1:]), cols
@@ -231,6 +245,10 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
     key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index)
+    if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
+        out = F.backend.xp.zeros(tuple(sizes), dtype=grad.dtype)
+        out[key] = -(grad / total_weight) if reduction == 1 else -grad
+        return out
     count = int(cols.shape[0])
     if reduction == 0:
         g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))
@@ -251,26 +269,46 @@ NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name f
 
 _MIN_REDUCE = _np.minimum.reduce
 _MAX_REDUCE = _np.maximum.reduce
+_ADD_REDUCE = _np.add.reduce
+_INT64 = _np.dtype("int64")
+_ndarray = _np.ndarray
+_arange = _np.arange
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
 
 
 def _check_nll(input, target):
     if not isinstance(target, Tensor):
         raise GradTypeError(f"nll_loss(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
-    if input.ndim < 1:
+    n, k = input.ndim, target.ndim
+    if n == 2 and k == 1 and target._data.shape[0] == input._data.shape[0]:
+        pass  # (N, C) logits and (N,) classes: every shape check below passes
+    elif n < 1:
         raise ShapeError("input tensor should be 1D or 2D")
-    if input.ndim <= 2 and target.ndim > 1:
+    elif n <= 2 and k > 1:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim == 2 and (target.ndim != 1 or target.shape[0] != input.shape[0]):
+    elif n == 2:
         raise ShapeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 0}).")
-    if input.ndim == 1 and target.ndim != 0:
+                         f"({target.shape[0] if k else 0}).")
+    elif n == 1 and k != 0:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+    elif n > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
-    if target.dtype.name != "int64":
+    if target._data.dtype != _INT64:
         raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
+
+
+def _valid_targets(host_t, classes, ignore_index):
+    """The targets that are not ``ignore_index`` (all of them, without a mask, when every target is
+    a class and ignore_index is not one), after torch's bounds check."""
+    if host_t.size and not 0 <= ignore_index < classes and _MIN_REDUCE(host_t) >= 0 \
+            and _MAX_REDUCE(host_t) < classes:
+        return host_t
+    valid = host_t[host_t != ignore_index]
+    if valid.size and (_MIN_REDUCE(valid) < 0 or _MAX_REDUCE(valid) >= classes):  # two reductions, no mask
+        bad = valid[(valid < 0) | (valid >= classes)]
+        raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
+    return valid
 
 
 @op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional",
@@ -286,11 +324,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                        reduction=reduction)
         return out.view((n,) + tuple(input.shape[2:])) if code == 0 else out
     host_t = target._backend.to_host(target._data).reshape(-1)
-    valid = host_t[host_t != ignore_index]
-    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    if valid.size and (_MIN_REDUCE(valid) < 0 or _MAX_REDUCE(valid) >= classes):  # two reductions, no mask
-        bad = valid[(valid < 0) | (valid >= classes)]
-        raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
+    classes = input._data.shape[1 if input.ndim > 1 else 0]
+    valid = _valid_targets(host_t, classes, ignore_index)
     w = _weight_array(weight, input)
     if w is not None and tuple(w.shape) != (classes,):
         raise ShapeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "

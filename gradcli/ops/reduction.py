@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import builtins as _builtins
 
+import numpy as _np
+
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
@@ -17,6 +19,14 @@ from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
+
+
+_ndarray = _np.ndarray
+_ADD = _np.add.reduce
+_MAX = _np.maximum.reduce
+_exp = _np.exp
+_log = _np.log
+_sqrt = _np.sqrt
 
 
 def _numel(sizes) -> int:
@@ -215,11 +225,11 @@ LinalgVectorNormBackward0 = define_node(
     forward=lambda xp, x, ord, dim, keepdim: _vector_norm(xp, x, ord, dim, keepdim))
 VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"),
                            self="var_backward(F, grad, self, dim, correction, keepdim)",
-                           forward=lambda xp, x, dim, c, keepdim: xp.var(x, axis=dim, correction=c, keepdims=keepdim))
+                           forward=lambda xp, x, dim, c, keepdim: _var(xp, x, dim, c, keepdim))
 StdBackward0 = define_node(
     "StdBackward0", attrs=("dim", "correction", "keepdim"),
     self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
-    forward=lambda xp, x, dim, c, keepdim: xp.std(x, axis=dim, correction=c, keepdims=keepdim))
+    forward=lambda xp, x, dim, c, keepdim: _var(xp, x, dim, c, keepdim, True))
 LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
                                  forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
@@ -228,7 +238,7 @@ SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
                                forward=lambda xp, x, dim: _softmax(xp, x, dim))
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
                                   self="F.log_softmax_backward(grad, result, dim)",
-                                  forward=lambda xp, x, dim: x - _logsumexp(xp, x, (dim,), True))
+                                  forward=lambda xp, x, dim: _log_softmax(xp, x, dim))
 # torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
 # are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
 SoftmaxBackwardDataBackward0 = define_node(
@@ -283,23 +293,85 @@ def _vector_norm(xp, x, ord, dim, keepdim):
 
 
 def _logsumexp(xp, x, dim, keepdim):
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        m = _MAX(x, dim, None, None, True)
+        total = float(_ADD(m, None))
+        if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
+            e = x - m
+            _exp(e, e)
+            out = _ADD(e, dim, None, None, True)
+            _log(out, out)
+            out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
+            return out if keepdim else out.reshape(_without(out.shape, dim))
     if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
-        return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
+        return out if keepdim else xp.reshape(out, _without(out.shape, dim))
     m = array_max(xp, x, dim, True)
     if not all_finite(m):  # a row of infinities (or nan) is shifted by 0, not by itself
         m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
     out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
     if not keepdim:
-        out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
+        out = xp.reshape(out, _without(out.shape, dim))
     return out
 
 
+def _without(shape, dim):
+    """``shape`` without the dims ``dim`` (a tuple): a keepdim=False result's shape."""
+    return tuple(s for i, s in enumerate(shape) if i not in dim)
+
+
 def _softmax(xp, x, dim):
+    """exp(x - max) / sum(exp(x - max)) along ``dim`` (torch's kernel: NaN for a row whose max is
+    infinite); a NumPy array's in place, 5 ufunc calls and one new array."""
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        e = x - _MAX(x, dim, None, None, True)
+        _exp(e, e)
+        e /= _ADD(e, dim, None, None, True)
+        return e
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
     e = xp.exp(x - array_max(xp, x, dim, True))
     return e / array_sum(xp, e, dim, True)
+
+
+def _log_softmax(xp, x, dim):
+    """(x - max) - log(sum(exp(x - max))) along ``dim``: torch's kernel operation for operation (a
+    row holding +inf or NaN is all NaN there, and here)."""
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        d = x - _MAX(x, dim, None, None, True)
+        s = _ADD(_exp(d), dim, None, None, True)
+        _log(s, s)
+        d -= s
+        return d
+    if x.size == 0:
+        return xp.asarray(x, copy=True)
+    d = x - array_max(xp, x, dim, True)
+    return d - xp.log(array_sum(xp, xp.exp(d), dim, True))
+
+
+def _var(xp, x, dim, correction, keepdim, root=False):
+    """Variance (``root``: its square root) over ``dim`` (None: everything): the mean, then the
+    squared deviations from it summed and divided by n - correction. A float32/float64 NumPy
+    array takes that two-pass arithmetic without np.var's wrapper (7 ufunc calls, in place);
+    anything else, and no degrees of freedom left (NumPy warns, gives inf or nan), np.var itself."""
+    if x.__class__ is _ndarray and x.ndim and x.dtype.kind == "f" and x.dtype.itemsize >= 4 \
+            and correction.__class__ in (int, float):
+        n = x.size if dim is None else _count(x.shape, dim)
+        dof = n - correction
+        if dof > 0:
+            d = _ADD(x, dim, None, None, True)
+            d /= n
+            d = x - d
+            d *= d
+            out = _ADD(d, dim, None, None, keepdim)
+            if out.__class__ is _ndarray:
+                out /= dof
+                return _sqrt(out, out) if root else out
+            out = out / dof  # a full reduction: a NumPy scalar of x's dtype (dof: a weak Python number)
+            return _sqrt(out) if root else out
+    if root:
+        return xp.std(x, axis=dim, correction=correction, keepdims=keepdim)
+    return xp.var(x, axis=dim, correction=correction, keepdims=keepdim)
 
 
 # -- functions ----------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as _np
 
-from ..autograd.function import apply
+from ..autograd.function import apply, apply1
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
@@ -202,7 +202,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
-    key, cols = _picked(xp, x.ndim, target, ignore_index)
+    key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
     picked = x[key]
     if weight is not None:
         picked = weight[cols] * picked
@@ -225,17 +225,16 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     return total / x.dtype.type(total_weight) if reduction == 1 else total
 
 
-def _picked(xp, ndim, target, ignore_index):
+def _picked(xp, ndim, target, ignore_index, weight, total_weight):
     """Where each target not ignored picks from the input: the index key (batch index, class,
     then the positions of the other dims; just the class for a 1-d input), and the classes."""
     if ndim == 1:
         cols = xp.reshape(target, (-1,))[xp.reshape(target, (-1,)) != ignore_index]
         return (cols,), cols
-    if ndim == 2 and target.__class__ is _ndarray and ignore_index < 0 and target.size \
-            and _MIN_REDUCE(target) >= 0:
-        # a negative ignore_index that no target equals (nll_loss refused other negative targets):
-        # every row picks, in order, which is what the mask and nonzero below would find
-        return (_arange(target.shape[0]), target), target
+    if ndim == 2 and target.__class__ is _ndarray and weight is None and total_weight == target.shape[0]:
+        # without weights total_weight counts the targets kept: all of them, so every row picks,
+        # in order (what the mask and nonzero below find), with no mask to make
+        return (_rows(target.shape[0]), target), target
     where = xp.nonzero(target != ignore_index)
     cols = target[where]
     return (where[0], cols) + tuple(where[1:]), cols
@@ -244,10 +243,10 @@ def _picked(xp, ndim, target, ignore_index):
 def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
-    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index)
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
         out = F.backend.xp.zeros(tuple(sizes), dtype=grad.dtype)
-        out[key] = -(grad / total_weight) if reduction == 1 else -grad
+        out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
         return out
     count = int(cols.shape[0])
     if reduction == 0:
@@ -274,6 +273,40 @@ _INT64 = _np.dtype("int64")
 _ndarray = _np.ndarray
 _arange = _np.arange
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
+
+
+def _rows(n):
+    """0, 1, ..., n - 1 (read-only, kept per n: every nll_loss of a batch size indexes with it)."""
+    found = _ROWS.get(n)
+    if found is None:
+        if len(_ROWS) >= 256:
+            _ROWS.clear()
+        found = _ROWS[n] = _arange(n)
+        found.flags.writeable = False
+    return found
+
+
+_ROWS: dict = {}
+
+
+def _nll_fast(input, target, ignore_index, reduction):
+    """nll_loss's usual call, (N, C) float logits on NumPy, (N,) int64 classes, no weight and a
+    negative ignore_index, checked with one reduction: no target negative means none is ignored
+    and every row picks. A target >= C makes NumPy's indexing in the forward raise IndexError
+    (before any node is recorded): None then, and the general path says which target. None too
+    for any other call."""
+    data, t = input._data, target._data
+    if data.__class__ is _ndarray and t.__class__ is _ndarray and data.ndim == 2 and t.ndim == 1 \
+            and t.shape[0] == data.shape[0] and t.shape[0] and t.dtype == _INT64 and data.dtype.kind == "f" \
+            and ignore_index.__class__ is int and ignore_index < 0 and reduction.__class__ is str \
+            and reduction in _REDUCTIONS \
+            and _MIN_REDUCE(t) >= 0:
+        try:
+            return apply1(NllLossBackward0, input, data,
+                          (t, None, float(t.shape[0]), ignore_index, _REDUCTIONS[reduction]))
+        except IndexError:
+            return None
+    return None
 
 
 def _check_nll(input, target):
@@ -316,6 +349,10 @@ def _valid_targets(host_t, classes, ignore_index):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
     inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
+    if weight is None and input.__class__ is Tensor and target.__class__ is Tensor:
+        out = _nll_fast(input, target, ignore_index, reduction)
+        if out is not None:
+            return out
     _check_nll(input, target)
     code = _reduction(reduction)
     if input.ndim in (3,) or input.ndim > 4:  # torch's nll_loss_nd: as (N, C, 1, -1), the loss viewed back
@@ -357,9 +394,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                 f"Tensor, not {_type_name(value)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ShapeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.ndim == 1 else 1
+    class_dim = 0 if input._data.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
-    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities
+    if target._data.shape == input._data.shape:  # torch: same shape = probabilities
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / input.shape[class_dim]
         return _soft_cross_entropy(logp, target, weight, _reduction(reduction), class_dim)

@@ -13,7 +13,7 @@ import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply
+from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
 from .formulas import scalar_log
@@ -22,6 +22,7 @@ from ..autograd.tensor import Tensor, _wrap_dim
 
 
 _ndarray = _np.ndarray
+_INT64 = _np.dtype("int64")
 _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
 _exp = _np.exp
@@ -78,10 +79,27 @@ def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
     """Gradient of max/min along a dim: only the selected index receives it."""
     xp = F.backend.xp
     idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
+    if grad.__class__ is _ndarray and not F.differentiable:  # torch's zeros scattered with grad
+        return _np.where(_positions(sizes, dim) == idx, grad.reshape(idx.shape), grad.dtype.type(0))
     positions = xp.reshape(xp.arange(sizes[dim]), tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
     dtype = grad._data.dtype if isinstance(grad, Tensor) else grad.dtype  # a tensor under create_graph
     onehot = F.constant(xp.astype(positions == idx, dtype))
     return sum_backward(F, grad, sizes, (dim,), keepdim) * onehot
+
+
+def _positions(sizes, dim):
+    """0, 1, ... sizes[dim] - 1 along ``dim`` (1 elsewhere), to compare with max/min's indices."""
+    key = (sizes[dim], dim, len(sizes))
+    found = _POSITIONS.get(key)
+    if found is None:
+        if len(_POSITIONS) >= 1024:
+            _POSITIONS.clear()
+        found = _POSITIONS[key] = _np.arange(sizes[dim]).reshape(
+            tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
+    return found
+
+
+_POSITIONS: dict = {}
 
 
 def prod_backward(F, grad, self, result, dim, keepdim):
@@ -376,6 +394,19 @@ def _var(xp, x, dim, correction, keepdim, root=False):
 
 # -- functions ----------------------------------------------------------------------------------------
 
+def _float_dim(input, dim):
+    """The call most programs make, a float tensor on NumPy and one int ``dim`` in range of its
+    (one or more) dims: that dim made non-negative, so the op can skip its general argument
+    handling (casts, sequences of dims, 0-d rules, errors). None for anything else."""
+    if dim.__class__ is int and input.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.dtype.kind == "f":
+            n = data.ndim
+            if -n <= dim < n:
+                return dim + n if dim < 0 else dim
+    return None
+
+
 def dims(dim, ndim: int):
     """Normalise ``dim`` (int or sequence) to a sorted tuple of non-negative dims."""
     if dim.__class__ is int:  # the usual ``x.sum(1)``
@@ -418,6 +449,9 @@ def _reduce_scalar_dim(x, dim):
 @op(SumBackward0, SumBackward1, category="reduction")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple); ``dtype``: compute and return in it."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(SumBackward1, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     input = _cast_for(input, dtype)
     if input.dtype.name == "bool":
         input = input.to("int64")
@@ -431,6 +465,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 @op(MeanBackward0, MeanBackward1, category="reduction")
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean of all elements, or over ``dim``; ``dtype``: compute and return in it."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(MeanBackward1, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     input = _cast_for(input, dtype)
     _float_input("mean", input)
     if dim is None and not keepdim:
@@ -489,6 +526,13 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
             raise ShapeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                              f"Specify the reduction dim with the 'dim' argument.")
         return apply(full_cls, (input,))
+    d = _float_dim(input, dim)
+    if d is not None and input._data.shape[d]:  # a float NumPy tensor, one int dim, not empty
+        data = input._data
+        keep = keepdim is True or bool(keepdim)
+        indices = data.argmax(d, keepdims=keep) if name == "max" else data.argmin(d, keepdims=keep)
+        values = apply1(dim_cls, input, data, (d, keep, indices))
+        return ret_cls(name, values, Tensor._make(indices.astype(_INT64), input._backend))  # a copy: the node keeps its own
     if isinstance(dim, Tensor):
         return pair(input, dim)
     d = _wrap_dim(dim, input.ndim)
@@ -560,6 +604,10 @@ def norm(input, p="fro", dim=None, keepdim=False):
 
 
 def _var_args(input, dim, unbiased, correction, keepdim):
+    if unbiased is None and correction is None:
+        d = _float_dim(input, dim)
+        if d is not None:
+            return ((d,), 1, keepdim is True or bool(keepdim))
     if not input.dtype.is_floating_point:
         raise GradTypeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(x, False): the old unbiased positional form
@@ -585,6 +633,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @op(LogsumexpBackward0, category="reduction")
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed stably."""
+    d = _float_dim(input, dim)
+    if d is not None:
+        return apply1(LogsumexpBackward0, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     if not input.dtype.is_floating_point:
         input = input.to(_dt.DEFAULTS.float)
     d = dims(dim, input.ndim)
@@ -594,6 +645,9 @@ def logsumexp(input, dim, keepdim=False):
 @op(SoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(SoftmaxBackward0, input, input._data, (d,))
     dim = _implicit_dim("softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
@@ -604,6 +658,9 @@ def softmax(input, dim=None, dtype=None):
 @op(LogSoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(LogSoftmaxBackward0, input, input._data, (d,))
     dim = _implicit_dim("log_softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:

@@ -22,6 +22,18 @@ _NUMPY_SCALARS = frozenset(type(_NUMPY.xp.dtype(n).type(0)) for n in ("float16",
 _SMALL_EXPAND = 4096
 
 
+_ADD = _NUMPY.xp.add.reduce
+_subtract = _NUMPY.xp.subtract
+_exp = _NUMPY.xp.exp
+
+
+def _fresh_pair(grad, y):
+    """Two NumPy arrays (not 0-d) of one shape and dtype: a formula may then build its result in
+    a buffer of its own with in-place ufuncs, the same operations as its general form."""
+    return grad.__class__ is _ndarray and y.__class__ is _ndarray and grad.ndim and grad.shape == y.shape \
+        and grad.dtype == y.dtype
+
+
 def _shape(x):
     return tuple(x.shape)
 
@@ -65,13 +77,28 @@ class ArrayMath:
     def sign(self, x): return self.xp.where(x == x, self.xp.sign(x), self.xp.zeros_like(x))  # sign(nan) = 0, as torch
     sgn = sign
     def tanh_backward(self, grad, y): return grad * (1 - y * y)
-    def sigmoid_backward(self, grad, y): return grad * (1 - y) * y
+    def sigmoid_backward(self, grad, y):
+        if _fresh_pair(grad, y):  # grad * (1 - y) * y, in one new array
+            out = 1 - y
+            out *= grad
+            out *= y
+            return out
+        return grad * (1 - y) * y
     def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
 
     def softmax_backward(self, grad, y, dim):
+        if _fresh_pair(grad, y):  # the same operations, in one new array
+            out = grad * y
+            _subtract(grad, _ADD(out, dim, None, None, True), out)
+            out *= y
+            return out
         return y * (grad - array_sum(self.xp, grad * y, dim, True))
 
     def log_softmax_backward(self, grad, y, dim):
+        if _fresh_pair(grad, y):
+            out = _exp(y)
+            out *= _ADD(grad, dim, None, None, True)
+            return _subtract(grad, out, out)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)

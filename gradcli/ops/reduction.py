@@ -62,6 +62,10 @@ def _keep(F, t, sizes, dim, keepdim):
 
 def evenly_distribute(F, grad, self, result):
     """Gradient of a full max/min: split evenly between all elements equal to the result."""
+    if not F.differentiable and self.__class__ is _ndarray and result == result:
+        # not NaN: the NaN term below adds only zeros (the same sum, bit for bit)
+        mask = (self == result).astype(grad.dtype)
+        return mask * (grad / _ADD(mask, None))
     mask = F.mask(self == result, grad)
     # a NaN result came from the NaNs: they share the gradient (torch's evenly_distribute_backward)
     mask = mask + F.mask(F.logical_and(self != self, result != result), grad)
@@ -69,6 +73,17 @@ def evenly_distribute(F, grad, self, result):
 
 
 def amax_backward(F, grad, self, result, dim, keepdim):
+    if not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray and self.ndim \
+            and grad.dtype == self.dtype:
+        # arrays: the same operations with the reduced ones broadcast, not expanded, in one buffer
+        if not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        mask = (self == result).astype(grad.dtype)
+        count = _ADD(mask, dim, None, None, True)
+        mask *= grad
+        mask /= count
+        return mask
     sizes = tuple(self.shape)
     mask = F.mask(self == _keep(F, result, sizes, dim, keepdim), grad)
     count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
@@ -85,6 +100,13 @@ def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
     dtype = grad._data.dtype if isinstance(grad, Tensor) else grad.dtype  # a tensor under create_graph
     onehot = F.constant(xp.astype(positions == idx, dtype))
     return sum_backward(F, grad, sizes, (dim,), keepdim) * onehot
+
+
+def _kept_shape(sizes, dim):
+    """``sizes`` with the reduced ``dim`` (a tuple; None: all) kept as 1s."""
+    if dim is None:
+        return (1,) * len(sizes)
+    return tuple(1 if i in dim else s for i, s in enumerate(sizes))
 
 
 def _positions(sizes, dim):
@@ -178,8 +200,18 @@ def var_backward(F, grad, self, dim, correction, keepdim):
     below), as torch does."""
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
-    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     dof = n - correction
+    if dof > 0 and not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray \
+            and self.ndim and self.dtype.kind == "f" and self.dtype.itemsize >= 4 and grad.dtype == self.dtype:
+        # F.mean's sum and division, then the same products, in one buffer
+        mean = _ADD(self, dim, None, None, True)
+        mean /= n
+        if dim is not None and not keepdim:
+            grad = grad.reshape(_kept_shape(sizes, dim))
+        out = self - mean
+        out *= (2.0 / dof) * grad
+        return out
+    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     if dim is None and dof <= 0:
         return grad * F.where(self == mean, float("nan"), F.zeros_like(self) + float("inf"))
     if dim is not None and not keepdim and len(sizes) > 1:
@@ -198,117 +230,7 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
                 norm_backward=norm_backward, var_backward=var_backward,
                 logsumexp_backward=logsumexp_backward, numel=_numel, count=_count, scalar_log=scalar_log)
 
-# -- nodes ---------------------------------------------------------------------------------------------
-
-SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
-                           forward=lambda xp, x: array_sum(xp, x))
-SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
-                           self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: array_sum(xp, x, dim, keepdim))
-MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
-                            forward=lambda xp, x: array_mean(xp, x))
-MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
-                            self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
-                            forward=lambda xp, x, dim, keepdim: array_mean(xp, x, dim, keepdim))
-ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
-                            forward=lambda xp, x: xp.prod(x))
-ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
-                            self="prod_backward(F, grad, self, result, dim, keepdim)",
-                            forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
-# Internal nodes of prod's zero-safe backward (torch's CumprodBackward0 and FlipBackward0 under
-# create_graph); reached through F.cumprod and F.flip, not user-facing ops.
-CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
-                               forward=lambda xp, x, dim: _cumprod(xp, x, dim))
-FlipBackward0 = define_node("FlipBackward0", attrs=("dims",), self="F.flip(grad, dims[0])",
-                            forward=lambda xp, x, dims: xp.flip(x, axis=dims))
-MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
-                           forward=lambda xp, x: array_max(xp, x))
-MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
-                           forward=lambda xp, x: xp.min(x))
-MaxBackward0 = define_node("MaxBackward0", attrs=("dim", "keepdim", "indices"),
-                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
-                           forward=lambda xp, x, dim, keepdim, indices: array_max(xp, x, dim, keepdim))
-MinBackward0 = define_node("MinBackward0", attrs=("dim", "keepdim", "indices"),
-                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
-                           forward=lambda xp, x, dim, keepdim, indices: xp.min(x, axis=dim, keepdims=keepdim))
-AmaxBackward0 = define_node("AmaxBackward0", attrs=("dim", "keepdim"),
-                            self="amax_backward(F, grad, self, result, dim, keepdim)",
-                            forward=lambda xp, x, dim, keepdim: array_max(xp, x, dim, keepdim))
-AminBackward0 = define_node("AminBackward0", attrs=("dim", "keepdim"),
-                            self="amax_backward(F, grad, self, result, dim, keepdim)",
-                            forward=lambda xp, x, dim, keepdim: xp.min(x, axis=dim, keepdims=keepdim))
-LinalgVectorNormBackward0 = define_node(
-    "LinalgVectorNormBackward0", attrs=("ord", "dim", "keepdim"),
-    self="norm_backward(F, grad, self, ord, result, dim, keepdim)",
-    forward=lambda xp, x, ord, dim, keepdim: _vector_norm(xp, x, ord, dim, keepdim))
-VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"),
-                           self="var_backward(F, grad, self, dim, correction, keepdim)",
-                           forward=lambda xp, x, dim, c, keepdim: _var(xp, x, dim, c, keepdim))
-StdBackward0 = define_node(
-    "StdBackward0", attrs=("dim", "correction", "keepdim"),
-    self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
-    forward=lambda xp, x, dim, c, keepdim: _var(xp, x, dim, c, keepdim, True))
-LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
-                                 self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
-                                 forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
-SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
-                               self="F.softmax_backward(grad, result, dim)",
-                               forward=lambda xp, x, dim: _softmax(xp, x, dim))
-LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
-                                  self="F.log_softmax_backward(grad, result, dim)",
-                                  forward=lambda xp, x, dim: _log_softmax(xp, x, dim))
-# torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
-# are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
-SoftmaxBackwardDataBackward0 = define_node(
-    "SoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
-    forward=lambda xp, g, y, dim: y * (g - array_sum(xp, g * y, dim, True)),
-    grad_output="F.softmax_backward(grad, output, dim)",
-    output="grad * (grad_output - F.sum(grad_output * output, (dim,), True)) "
-           "- grad_output * F.sum(grad * output, (dim,), True)")
-LogSoftmaxBackwardDataBackward0 = define_node(
-    "LogSoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
-    forward=lambda xp, g, y, dim: g - xp.exp(y) * array_sum(xp, g, dim, True),
-    grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
-    output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
-
-
-def _cumprod(xp, x, dim):
-    fn = getattr(xp, "cumulative_prod", None) or xp.cumprod
-    return fn(x, axis=dim)
-
-
-def cumprod_(input, dim):
-    """Cumulative product along ``dim`` (CumprodBackward0), for formulas."""
-    return apply(CumprodBackward0, (input,), (dim % input.ndim,))
-
-
-def flip_(input, dim):
-    """``input`` reversed along ``dim`` (FlipBackward0), for formulas."""
-    return apply(FlipBackward0, (input,), ((dim % input.ndim,),))
-
-
-def softmax_backward(grad_output, output, dim):
-    return apply(SoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
-
-
-def log_softmax_backward(grad_output, output, dim):
-    return apply(LogSoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
-
-
-def _vector_norm(xp, x, ord, dim, keepdim):
-    a = xp.abs(x)
-    if ord == 2:
-        return xp.sqrt(array_sum(xp, a * a, dim, keepdim))
-    if ord == 1:
-        return array_sum(xp, a, dim, keepdim)
-    if ord == float("inf"):
-        return xp.max(a, axis=dim, keepdims=keepdim)
-    if ord == float("-inf"):
-        return xp.min(a, axis=dim, keepdims=keepdim)
-    if ord == 0:
-        return xp.sum(xp.astype(a != 0, x.dtype), axis=dim, keepdims=keepdim)
-    return xp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
-
+# -- forwards the nodes below name -----------------------------------------------------------------
 
 def _logsumexp(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.ndim and x.size:
@@ -390,6 +312,122 @@ def _var(xp, x, dim, correction, keepdim, root=False):
     if root:
         return xp.std(x, axis=dim, correction=correction, keepdims=keepdim)
     return xp.var(x, axis=dim, correction=correction, keepdims=keepdim)
+
+
+def _std(xp, x, dim, correction, keepdim):
+    return _var(xp, x, dim, correction, keepdim, True)
+
+
+# -- nodes ---------------------------------------------------------------------------------------------
+
+SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
+                           forward=lambda xp, x: array_sum(xp, x))
+SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
+                           self="sum_backward(F, grad, self_sizes, dim, keepdim)",
+                           forward=lambda xp, x, dim, keepdim: array_sum(xp, x, dim, keepdim))
+MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
+                            forward=lambda xp, x: array_mean(xp, x))
+MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
+                            self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
+                            forward=lambda xp, x, dim, keepdim: array_mean(xp, x, dim, keepdim))
+ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
+                            forward=lambda xp, x: xp.prod(x))
+ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
+                            self="prod_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
+# Internal nodes of prod's zero-safe backward (torch's CumprodBackward0 and FlipBackward0 under
+# create_graph); reached through F.cumprod and F.flip, not user-facing ops.
+CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
+                               forward=lambda xp, x, dim: _cumprod(xp, x, dim))
+FlipBackward0 = define_node("FlipBackward0", attrs=("dims",), self="F.flip(grad, dims[0])",
+                            forward=lambda xp, x, dims: xp.flip(x, axis=dims))
+MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
+                           forward=lambda xp, x: array_max(xp, x))
+MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
+                           forward=lambda xp, x: xp.min(x))
+MaxBackward0 = define_node("MaxBackward0", attrs=("dim", "keepdim", "indices"),
+                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
+                           forward=lambda xp, x, dim, keepdim, indices: array_max(xp, x, dim, keepdim))
+MinBackward0 = define_node("MinBackward0", attrs=("dim", "keepdim", "indices"),
+                           self="select_backward_mask(F, grad, self_sizes, dim, keepdim, indices)",
+                           forward=lambda xp, x, dim, keepdim, indices: xp.min(x, axis=dim, keepdims=keepdim))
+AmaxBackward0 = define_node("AmaxBackward0", attrs=("dim", "keepdim"),
+                            self="amax_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: array_max(xp, x, dim, keepdim))
+AminBackward0 = define_node("AminBackward0", attrs=("dim", "keepdim"),
+                            self="amax_backward(F, grad, self, result, dim, keepdim)",
+                            forward=lambda xp, x, dim, keepdim: xp.min(x, axis=dim, keepdims=keepdim))
+LinalgVectorNormBackward0 = define_node(
+    "LinalgVectorNormBackward0", attrs=("ord", "dim", "keepdim"),
+    self="norm_backward(F, grad, self, ord, result, dim, keepdim)",
+    forward=lambda xp, x, ord, dim, keepdim: _vector_norm(xp, x, ord, dim, keepdim))
+VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"),
+                           self="var_backward(F, grad, self, dim, correction, keepdim)",
+                           forward=_var)
+StdBackward0 = define_node(
+    "StdBackward0", attrs=("dim", "correction", "keepdim"),
+    self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
+    forward=_std)
+LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
+                                 self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
+                                 forward=_logsumexp)
+SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
+                               self="F.softmax_backward(grad, result, dim)",
+                               forward=_softmax)
+LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
+                                  self="F.log_softmax_backward(grad, result, dim)",
+                                  forward=_log_softmax)
+# torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
+# are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
+SoftmaxBackwardDataBackward0 = define_node(
+    "SoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: y * (g - array_sum(xp, g * y, dim, True)),
+    grad_output="F.softmax_backward(grad, output, dim)",
+    output="grad * (grad_output - F.sum(grad_output * output, (dim,), True)) "
+           "- grad_output * F.sum(grad * output, (dim,), True)")
+LogSoftmaxBackwardDataBackward0 = define_node(
+    "LogSoftmaxBackwardDataBackward0", inputs=("grad_output", "output"), attrs=("dim",),
+    forward=lambda xp, g, y, dim: g - xp.exp(y) * array_sum(xp, g, dim, True),
+    grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
+    output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
+
+
+def _cumprod(xp, x, dim):
+    fn = getattr(xp, "cumulative_prod", None) or xp.cumprod
+    return fn(x, axis=dim)
+
+
+def cumprod_(input, dim):
+    """Cumulative product along ``dim`` (CumprodBackward0), for formulas."""
+    return apply(CumprodBackward0, (input,), (dim % input.ndim,))
+
+
+def flip_(input, dim):
+    """``input`` reversed along ``dim`` (FlipBackward0), for formulas."""
+    return apply(FlipBackward0, (input,), ((dim % input.ndim,),))
+
+
+def softmax_backward(grad_output, output, dim):
+    return apply(SoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
+
+
+def log_softmax_backward(grad_output, output, dim):
+    return apply(LogSoftmaxBackwardDataBackward0, (grad_output, output), (dim,))
+
+
+def _vector_norm(xp, x, ord, dim, keepdim):
+    a = xp.abs(x)
+    if ord == 2:
+        return xp.sqrt(array_sum(xp, a * a, dim, keepdim))
+    if ord == 1:
+        return array_sum(xp, a, dim, keepdim)
+    if ord == float("inf"):
+        return xp.max(a, axis=dim, keepdims=keepdim)
+    if ord == float("-inf"):
+        return xp.min(a, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return xp.sum(xp.astype(a != 0, x.dtype), axis=dim, keepdims=keepdim)
+    return xp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
 
 
 # -- functions ----------------------------------------------------------------------------------------

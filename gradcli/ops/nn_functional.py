@@ -90,9 +90,9 @@ def _bce_forward(xp, x, t, weight, reduction):
         if _same_arrays(x, t):  # the same operations in place: 4 arrays fewer
             a = _np.negative(x)
             _np.log1p(a, a)
-            _np.maximum(a, -100.0, a)
+            _np.maximum(a, -100.0, out=a)
             b = _np.log(x)
-            _np.maximum(b, -100.0, b)
+            _np.maximum(b, -100.0, out=b)
             loss = t - 1
             loss *= a
             b *= t
@@ -171,7 +171,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
     host = input._backend.to_host(input._data)
-    if host.size and (_np.fmin.reduce(host, None) < 0 or _np.fmax.reduce(host, None) > 1):  # NaN passes
+    if host.size and not (_MIN_REDUCE(host, None) >= 0 and _MAX_REDUCE(host, None) <= 1):  # NaN fails, as torch
         raise ShapeError("all elements of input should be between 0 and 1")
     return apply(BinaryCrossEntropyBackward0, (input, target),
                  (_weight_array(weight, input), _reduction(reduction)))

@@ -63,9 +63,10 @@ def _keep(F, t, sizes, dim, keepdim):
 def evenly_distribute(F, grad, self, result):
     """Gradient of a full max/min: split evenly between all elements equal to the result."""
     if not F.differentiable and self.__class__ is _ndarray and result == result:
-        # not NaN: the NaN term below adds only zeros (the same sum, bit for bit)
-        mask = (self == result).astype(grad.dtype)
-        return mask * (grad / _ADD(mask, None))
+        # not NaN (the NaN term below adds only zeros): torch's zeros with grad / count where the
+        # maximum is (+0.0 elsewhere, where the product below gives -0.0 for a negative grad)
+        equal = self == result
+        return _np.where(equal, grad / _ADD(equal.astype(grad.dtype), None), grad.dtype.type(0))
     mask = F.mask(self == result, grad)
     # a NaN result came from the NaNs: they share the gradient (torch's evenly_distribute_backward)
     mask = mask + F.mask(F.logical_and(self != self, result != result), grad)
@@ -220,6 +221,15 @@ def var_backward(F, grad, self, dim, correction, keepdim):
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):
+    if not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray and self.ndim \
+            and grad.dtype == self.dtype:  # the same operations, the gradient broadcast, in one buffer
+        if not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        out = self - result
+        _exp(out, out)
+        out *= grad
+        return out
     sizes = tuple(self.shape)
     return sum_backward(F, grad, sizes, dim, keepdim) * F.exp(self - _keep(F, result, sizes, dim, keepdim))
 
@@ -602,17 +612,29 @@ def min(input, dim=None, keepdim=False):
 @op(AmaxBackward0, category="reduction")
 def amax(input, dim=(), keepdim=False):
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
-    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
-    _nonempty("amax", input, d, dim in ((), [], None))
-    return apply(AmaxBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+    return apply(AmaxBackward0, (input,), _amax_args("amax", input, dim, keepdim))
 
 
 @op(AminBackward0, category="reduction")
 def amin(input, dim=(), keepdim=False):
     """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
-    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
-    _nonempty("amin", input, d, dim in ((), [], None))
-    return apply(AminBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+    return apply(AminBackward0, (input,), _amax_args("amin", input, dim, keepdim))
+
+
+_ALL_DIMS = [tuple(range(n)) for n in range(65)]
+
+
+def _amax_args(name, input, dim, keepdim):
+    """amax/amin's (dims, keepdim): every dim for (), [] or None; torch's errors for an empty one."""
+    keep = keepdim is True or bool(keepdim)
+    d = _float_dim(input, dim)
+    if d is not None and input._data.shape[d]:
+        return (d,), keep
+    every = dim is None or dim == () or dim == []
+    n = input.ndim
+    d = (_ALL_DIMS[n] if n < 65 else tuple(range(n))) if every else dims(dim, n)
+    _nonempty(name, input, d, every)
+    return _reduce_scalar_dim(input, d), keep
 
 
 def _nonempty(name, input, d, all_dims):

@@ -416,6 +416,14 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   label_smoothing=0.0):
     """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;
     label_smoothing mixes in the uniform distribution, as torch."""
+    if weight is None and label_smoothing == 0.0 and input.__class__ is Tensor and target.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.ndim == 2 and data.dtype.kind == "f" and target._data.ndim == 1:
+            # (N, C) float logits and (N,) classes: log_softmax's node over dim 1, then nll_loss's
+            # usual call (the general path's nodes; it names a bad target itself)
+            logp = apply1(LogSoftmaxBackward0, input, data, (1,))
+            out = _nll_fast(logp, target, ignore_index, reduction)
+            return out if out is not None else nll_loss(logp, target, ignore_index=ignore_index, reduction=reduction)
     for what, value in (("input", input), ("target", target)):
         if not isinstance(value, Tensor):
             raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "

@@ -91,6 +91,8 @@ def test_array_backwards_are_their_general_forms_bit_for_bit(k):
             _bits(AM.log_softmax_backward(g, y, dim), g - np.exp(y) * np.sum(g, axis=dim, keepdims=True))
             y = PW._sigmoid(xp, x)
             _bits(AM.sigmoid_backward(g, y), g * (1 - y) * y)
+            y = PW._relu(xp, x)
+            _bits(AM.threshold_backward(g, y, 0), np.where(y <= 0, np.zeros_like(g), g))
             gr = rng.standard_normal(np.delete(x.shape, dim)).astype(x.dtype)
             kept = np.expand_dims(gr, dim)
             mean = np.add.reduce(x, dim, keepdims=True)

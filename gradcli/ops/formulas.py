@@ -25,6 +25,7 @@ _SMALL_EXPAND = 4096
 _ADD = _NUMPY.xp.add.reduce
 _subtract = _NUMPY.xp.subtract
 _exp = _NUMPY.xp.exp
+_where = _NUMPY.xp.where
 
 
 def _fresh_pair(grad, y):
@@ -84,7 +85,10 @@ class ArrayMath:
             out *= y
             return out
         return grad * (1 - y) * y
-    def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
+    def threshold_backward(self, grad, x, t):
+        if grad.__class__ is _ndarray:  # a Python 0 is cast to grad's dtype (NumPy's weak scalars)
+            return _where(x <= t, 0, grad)
+        return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
 
     def softmax_backward(self, grad, y, dim):
         if _fresh_pair(grad, y):  # the same operations, in one new array

@@ -101,6 +101,11 @@ def test_array_backwards_are_their_general_forms_bit_for_bit(k):
             r = R._logsumexp(xp, x, (dim,), False)
             _bits(R.logsumexp_backward(AM, gr, x, r, (dim,), False),
                   np.broadcast_to(kept, x.shape) * np.exp(x - np.expand_dims(r, dim)))
+            r = R._vector_norm(xp, x, 2, (dim,), False)
+            _bits(r, np.sqrt(np.sum(np.abs(x) * np.abs(x), axis=(dim,))))
+            rk = np.expand_dims(r, dim)
+            _bits(R.norm_backward(AM, gr, x, 2, r, (dim,), False),
+                  kept * np.where(rk == 0, np.asarray(0, dtype=x.dtype), x / rk))
             r = np.max(x, axis=dim)
             mask = (x == np.expand_dims(r, dim)).astype(x.dtype)
             _bits(R.amax_backward(AM, gr, x, r, (dim,), False),
@@ -137,6 +142,7 @@ torch_calls = [
     ("softmax", lambda x: x.softmax(-1)), ("log_softmax", lambda x: x.log_softmax(0)),
     ("max", lambda x: x.max(1).values), ("min", lambda x: x.min(-1, keepdim=True).values),
     ("amax", lambda x: x.amax(1)), ("amin", lambda x: x.amin()), ("max_all", lambda x: x.max()),
+    ("norm", lambda x: x.norm(dim=1)), ("norm_all", lambda x: x.norm()),
     ("sigmoid", lambda x: x.sigmoid()), ("relu", lambda x: x.relu()),
 ]
 

@@ -175,6 +175,14 @@ def cumprod_backward(F, grad, self, result, dim):
 
 def norm_backward(F, grad, self, ord, result, dim, keepdim):
     """torch's norm_backward by its branches (p = 0, 1, 2, inf, < 1, < 2, else) and operand order."""
+    if ord == 2 and not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray \
+            and self.ndim and grad.dtype == self.dtype:  # the p = 2 branch below, broadcast, in one buffer
+        if dim is not None and not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        out = _np.where(result == 0, 0, self / result)
+        out *= grad
+        return out
     sizes = tuple(self.shape)
     g = _keep(F, grad, sizes, dim, keepdim)
     r = _keep(F, result, sizes, dim, keepdim)
@@ -426,9 +434,9 @@ def log_softmax_backward(grad_output, output, dim):
 
 
 def _vector_norm(xp, x, ord, dim, keepdim):
+    if ord == 2:  # x * x is |x| * |x|, bit for bit
+        return xp.sqrt(array_sum(xp, x * x, dim, keepdim))
     a = xp.abs(x)
-    if ord == 2:
-        return xp.sqrt(array_sum(xp, a * a, dim, keepdim))
     if ord == 1:
         return array_sum(xp, a, dim, keepdim)
     if ord == float("inf"):

@@ -53,6 +53,11 @@ def test_forwards_are_their_general_forms_bit_for_bit(k):
             lse = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
             _bits(R._logsumexp(xp, x, (dim,), True), lse)
             _bits(R._logsumexp(xp, x, (dim,), False), np.squeeze(lse, dim))
+            for keep in (False, True):
+                _bits(R._mean(xp, x, (dim,), keep), np.mean(x, axis=dim, keepdims=keep))
+                _bits(R.SumBackward1.forward(xp, x, (dim,), keep), np.sum(x, axis=dim, keepdims=keep))
+                reduced = np.sum(x, axis=dim)
+                _bits(AM.unsqueeze_dims(reduced, (dim,), x.ndim), np.expand_dims(reduced, dim))
             for correction in (0, 1, 0.5):
                 for keep in (False, True):
                     n = x.shape[dim]
@@ -69,6 +74,7 @@ def test_forwards_are_their_general_forms_bit_for_bit(k):
 def test_full_var_is_a_numpy_scalar_of_the_dtype_and_no_dof_is_numpys():
     x = _arrays()[3]  # float64
     mean = np.add.reduce(x, None, keepdims=True) / x.size
+    _bits(R._mean(xp, x, None, False), np.mean(x))
     got = R._var(xp, x, None, 1, False)
     assert type(got) is np.float64 and got == np.add.reduce((x - mean) ** 2, None) / (x.size - 1)
     one = np.array([[2.0], [3.0]])

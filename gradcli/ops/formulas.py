@@ -191,6 +191,10 @@ class ArrayMath:
 
     def unsqueeze_dims(self, x, dims, ndim):
         """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""
+        if x.__class__ is _ndarray and len(dims) == 1:  # one dim: a reshape, no list to build
+            d = dims[0]
+            shape = x.shape
+            return x.reshape(shape[:d] + (1,) + shape[d:])
         shape = list(_shape(x))
         for d in sorted(dims):
             shape.insert(d, 1)

@@ -354,7 +354,7 @@ def _check_nll(input, target):
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
     elif n > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
-    if target._data.dtype != _INT64:
+    if target._data.dtype != _INT64 and target.dtype.name != "int64":  # (a NumPy dtype, or another namespace's)
         raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
 

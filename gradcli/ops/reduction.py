@@ -107,6 +107,9 @@ def _kept_shape(sizes, dim):
     """``sizes`` with the reduced ``dim`` (a tuple; None: all) kept as 1s."""
     if dim is None:
         return (1,) * len(sizes)
+    if len(dim) == 1:
+        d = dim[0]
+        return sizes[:d] + (1,) + sizes[d + 1:]
     return tuple(1 if i in dim else s for i, s in enumerate(sizes))
 
 
@@ -332,6 +335,20 @@ def _var(xp, x, dim, correction, keepdim, root=False):
     return xp.var(x, axis=dim, correction=correction, keepdims=keepdim)
 
 
+def _mean(xp, x, dim, keepdim):
+    """array_mean with ``dim`` already a valid tuple (or None): a float32/float64 NumPy array's sum
+    divided in place by the count, mean_of's operations without its check of the axes."""
+    if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        n = x.size if dim is None else _count(x.shape, dim)
+        if n:
+            out = _ADD(x, dim, None, None, keepdim)
+            if out.__class__ is _ndarray:
+                out /= n
+                return out
+            return out / n
+    return array_mean(xp, x, dim, keepdim)
+
+
 def _std(xp, x, dim, correction, keepdim):
     return _var(xp, x, dim, correction, keepdim, True)
 
@@ -342,12 +359,13 @@ SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
                            forward=lambda xp, x: array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: array_sum(xp, x, dim, keepdim))
+                           forward=lambda xp, x, dim, keepdim: _ADD(x, dim, None, None, keepdim)
+                           if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
                             forward=lambda xp, x: array_mean(xp, x))
 MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
                             self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
-                            forward=lambda xp, x, dim, keepdim: array_mean(xp, x, dim, keepdim))
+                            forward=lambda xp, x, dim, keepdim: _mean(xp, x, dim, keepdim))
 ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
                             forward=lambda xp, x: xp.prod(x))
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),

@@ -36,6 +36,8 @@ _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
 
 def _reduce(xp, loss, reduction):
     if reduction == 1:
+        if loss.__class__ is _ndarray and loss.size and loss.dtype.kind == "f" and loss.dtype.itemsize >= 4:
+            return _ADD_REDUCE(loss, None) / loss.size  # mean_of's sum and division, without its layers
         return xp.mean(loss)
     return xp.sum(loss) if reduction == 2 else loss
 

@@ -122,6 +122,7 @@ def _positions(sizes, dim):
             _POSITIONS.clear()
         found = _POSITIONS[key] = _np.arange(sizes[dim]).reshape(
             tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
+        found.flags.writeable = False  # shared by every backward of that shape
     return found
 
 

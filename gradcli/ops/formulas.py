@@ -23,6 +23,19 @@ _NUMPY_SCALARS = frozenset(type(_NUMPY.xp.dtype(n).type(0)) for n in ("float16",
 _SMALL_EXPAND = 4096
 
 
+_ADD = _NUMPY.xp.add.reduce
+_subtract = _NUMPY.xp.subtract
+_exp = _NUMPY.xp.exp
+_where = _NUMPY.xp.where
+
+
+def _fresh_pair(grad, y):
+    """Two NumPy arrays (not 0-d) of one shape and dtype: a formula may then build its result in
+    a buffer of its own with in-place ufuncs, the same operations as its general form."""
+    return grad.__class__ is _ndarray and y.__class__ is _ndarray and grad.ndim and grad.shape == y.shape \
+        and grad.dtype == y.dtype
+
+
 def _shape(x):
     return tuple(x.shape)
 
@@ -66,13 +79,31 @@ class ArrayMath:
     def sign(self, x): return self.xp.where(x == x, self.xp.sign(x), self.xp.zeros_like(x))  # sign(nan) = 0, as torch
     sgn = sign
     def tanh_backward(self, grad, y): return grad * (1 - y * y)
-    def sigmoid_backward(self, grad, y): return grad * (1 - y) * y
-    def threshold_backward(self, grad, x, t): return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
+    def sigmoid_backward(self, grad, y):
+        if _fresh_pair(grad, y):  # grad * (1 - y) * y, in one new array
+            out = 1 - y
+            out *= grad
+            out *= y
+            return out
+        return grad * (1 - y) * y
+    def threshold_backward(self, grad, x, t):
+        if grad.__class__ is _ndarray:  # a Python 0 is cast to grad's dtype (NumPy's weak scalars)
+            return _where(x <= t, 0, grad)
+        return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
 
     def softmax_backward(self, grad, y, dim):
+        if _fresh_pair(grad, y):  # the same operations, in one new array
+            out = grad * y
+            _subtract(grad, _ADD(out, dim, None, None, True), out)
+            out *= y
+            return out
         return y * (grad - array_sum(self.xp, grad * y, dim, True))
 
     def log_softmax_backward(self, grad, y, dim):
+        if _fresh_pair(grad, y):
+            out = _exp(y)
+            out *= _ADD(grad, dim, None, None, True)
+            return _subtract(grad, out, out)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
@@ -181,6 +212,10 @@ class ArrayMath:
 
     def unsqueeze_dims(self, x, dims, ndim):
         """Re-insert reduced ``dims`` (sorted, non-negative) so ``x`` broadcasts against the input."""
+        if x.__class__ is _ndarray and len(dims) == 1:  # one dim: a reshape, no list to build
+            d = dims[0]
+            shape = x.shape
+            return x.reshape(shape[:d] + (1,) + shape[d:])
         shape = list(_shape(x))
         for d in sorted(dims):
             shape.insert(d, 1)

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as _np
 
-from ..autograd.function import apply
+from ..autograd.function import apply, apply1
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
@@ -36,6 +36,8 @@ _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
 
 def _reduce(xp, loss, reduction):
     if reduction == 1:
+        if loss.__class__ is _ndarray and loss.size and loss.dtype.kind == "f" and loss.dtype.itemsize >= 4:
+            return _ADD_REDUCE(loss, None) / loss.size  # mean_of's sum and division, without its layers
         return xp.mean(loss)
     return xp.sum(loss) if reduction == 2 else loss
 
@@ -87,14 +89,42 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def _bce_forward(xp, x, t, weight, reduction):
     # torch's kernel: (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)
     with _np.errstate(divide="ignore"):
-        loss = (t - 1) * xp.maximum(xp.log1p(-x), -100.0) - t * xp.maximum(xp.log(x), -100.0)
+        if _same_arrays(x, t):  # the same operations in place: 4 arrays fewer
+            a = _np.negative(x)
+            _np.log1p(a, a)
+            _np.maximum(a, -100.0, out=a)
+            b = _np.log(x)
+            _np.maximum(b, -100.0, out=b)
+            loss = t - 1
+            loss *= a
+            b *= t
+            loss -= b
+        else:
+            loss = (t - 1) * xp.maximum(xp.log1p(-x), -100.0) - t * xp.maximum(xp.log(x), -100.0)
     if weight is not None:
         loss = loss * weight
     return _reduce(xp, loss, reduction)
 
 
+def _same_arrays(x, t):
+    """Two NumPy arrays (not 0-d) of one dtype and shape: what in-place arithmetic may combine."""
+    return x.__class__ is _ndarray and t.__class__ is _ndarray and x.ndim and x.shape == t.shape \
+        and x.dtype == t.dtype
+
+
 def bce_grad(F, grad, x, t, weight, reduction):
     """binary_cross_entropy_backward: grad * (x - t) / max((1 - x) * x, eps), * weight, / numel."""
+    if not F.differentiable and weight is None and _same_arrays(x, t) and grad.__class__ is _ndarray \
+            and grad.dtype == x.dtype:
+        floor = 1 - x  # the same operations in place (fmax: eps for NaN, as the where below)
+        floor *= x
+        _np.fmax(floor, _EPSILON, floor)
+        out = x - t
+        out *= grad
+        out /= floor
+        if reduction == 1:
+            out /= _numel(x)
+        return out
     floor = (1 - x) * x
     out = grad * (x - t) / F.where(floor > _EPSILON, floor, _EPSILON)
     if weight is not None:
@@ -131,7 +161,7 @@ def _weight_array(weight, like):
 
 
 def _same_size(input, target):
-    if tuple(target.shape) != tuple(input.shape):
+    if target._data.shape != input._data.shape:
         raise ShapeError(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
                          f"size (torch.Size({list(input.shape)})) is deprecated. Please ensure they have the same size.")
 
@@ -143,7 +173,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
     host = input._backend.to_host(input._data)
-    if ((host < 0) | (host > 1)).any():
+    if host.size and not (_MIN_REDUCE(host, None) >= 0 and _MAX_REDUCE(host, None) <= 1):  # NaN fails, as torch
         raise ShapeError("all elements of input should be between 0 and 1")
     return apply(BinaryCrossEntropyBackward0, (input, target),
                  (_weight_array(weight, input), _reduction(reduction)))
@@ -202,7 +232,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
-    key, cols = _picked(xp, x.ndim, target, ignore_index)
+    key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
     picked = x[key]
     if weight is not None:
         picked = weight[cols] * picked
@@ -212,16 +242,29 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
         out = xp.zeros(target.shape, dtype=x.dtype)
         out[key[:1] + key[2:]] = -picked
         return out
+    if picked.__class__ is _ndarray and picked.ndim == 1:
+        # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
+        # arithmetic costs more than the reduction): the same float32 operations as below
+        total = _ADD_REDUCE(picked, 0, None, None, True)
+        if reduction == 1:
+            total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)
+        else:
+            _np.negative(total, total)
+        return total.reshape(())
     total = -xp.sum(picked)
     return total / x.dtype.type(total_weight) if reduction == 1 else total
 
 
-def _picked(xp, ndim, target, ignore_index):
+def _picked(xp, ndim, target, ignore_index, weight, total_weight):
     """Where each target not ignored picks from the input: the index key (batch index, class,
     then the positions of the other dims; just the class for a 1-d input), and the classes."""
     if ndim == 1:
         cols = xp.reshape(target, (-1,))[xp.reshape(target, (-1,)) != ignore_index]
         return (cols,), cols
+    if ndim == 2 and target.__class__ is _ndarray and weight is None and total_weight == target.shape[0]:
+        # without weights total_weight counts the targets kept: all of them, so every row picks,
+        # in order (what the mask and nonzero below find), with no mask to make
+        return (_rows(target.shape[0]), target), target
     where = xp.nonzero(target != ignore_index)
     cols = target[where]
     return (where[0], cols) + tuple(where[1:]), cols
@@ -230,7 +273,11 @@ def _picked(xp, ndim, target, ignore_index):
 def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
-    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index)
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
+    if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
+        out = F.backend.xp.zeros(tuple(sizes), dtype=grad.dtype)
+        out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
+        return out
     count = int(cols.shape[0])
     if reduction == 0:
         g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))
@@ -251,26 +298,80 @@ NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name f
 
 _MIN_REDUCE = _np.minimum.reduce
 _MAX_REDUCE = _np.maximum.reduce
+_ADD_REDUCE = _np.add.reduce
+_INT64 = _np.dtype("int64")
+_ndarray = _np.ndarray
+_arange = _np.arange
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
+
+
+def _rows(n):
+    """0, 1, ..., n - 1 (read-only, kept per n: every nll_loss of a batch size indexes with it)."""
+    found = _ROWS.get(n)
+    if found is None:
+        if len(_ROWS) >= 256:
+            _ROWS.clear()
+        found = _ROWS[n] = _arange(n)
+        found.flags.writeable = False
+    return found
+
+
+_ROWS: dict = {}
+
+
+def _nll_fast(input, target, ignore_index, reduction):
+    """nll_loss's usual call, (N, C) float logits on NumPy, (N,) int64 classes, no weight and a
+    negative ignore_index, checked with one reduction: no target negative means none is ignored
+    and every row picks. A target >= C makes NumPy's indexing in the forward raise IndexError
+    (before any node is recorded): None then, and the general path says which target. None too
+    for any other call."""
+    data, t = input._data, target._data
+    if data.__class__ is _ndarray and t.__class__ is _ndarray and data.ndim == 2 and t.ndim == 1 \
+            and t.shape[0] == data.shape[0] and t.shape[0] and t.dtype == _INT64 and data.dtype.kind == "f" \
+            and ignore_index.__class__ is int and ignore_index < 0 and reduction.__class__ is str \
+            and reduction in _REDUCTIONS \
+            and _MIN_REDUCE(t) >= 0:
+        try:
+            return apply1(NllLossBackward0, input, data,
+                          (t, None, float(t.shape[0]), ignore_index, _REDUCTIONS[reduction]))
+        except IndexError:
+            return None
+    return None
 
 
 def _check_nll(input, target):
     if not isinstance(target, Tensor):
         raise GradTypeError(f"nll_loss(): argument 'target' (position 2) must be Tensor, not {type(target).__name__}")
-    if input.ndim < 1:
+    n, k = input.ndim, target.ndim
+    if n == 2 and k == 1 and target._data.shape[0] == input._data.shape[0]:
+        pass  # (N, C) logits and (N,) classes: every shape check below passes
+    elif n < 1:
         raise ShapeError("input tensor should be 1D or 2D")
-    if input.ndim <= 2 and target.ndim > 1:
+    elif n <= 2 and k > 1:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim == 2 and (target.ndim != 1 or target.shape[0] != input.shape[0]):
+    elif n == 2:
         raise ShapeError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 0}).")
-    if input.ndim == 1 and target.ndim != 0:
+                         f"({target.shape[0] if k else 0}).")
+    elif n == 1 and k != 0:
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+    elif n > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
-    if target.dtype.name != "int64":
+    if target._data.dtype != _INT64 and target.dtype.name != "int64":  # (a NumPy dtype, or another namespace's)
         raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
+
+
+def _valid_targets(host_t, classes, ignore_index):
+    """The targets that are not ``ignore_index`` (all of them, without a mask, when every target is
+    a class and ignore_index is not one), after torch's bounds check."""
+    if host_t.size and not 0 <= ignore_index < classes and _MIN_REDUCE(host_t) >= 0 \
+            and _MAX_REDUCE(host_t) < classes:
+        return host_t
+    valid = host_t[host_t != ignore_index]
+    if valid.size and (_MIN_REDUCE(valid) < 0 or _MAX_REDUCE(valid) >= classes):  # two reductions, no mask
+        bad = valid[(valid < 0) | (valid >= classes)]
+        raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
+    return valid
 
 
 @op(NllLossBackward0, NllLoss2DBackward0, method=False, category="functional",
@@ -278,6 +379,10 @@ def _check_nll(input, target):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
     inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
+    if weight is None and input.__class__ is Tensor and target.__class__ is Tensor:
+        out = _nll_fast(input, target, ignore_index, reduction)
+        if out is not None:
+            return out
     _check_nll(input, target)
     code = _reduction(reduction)
     if input.ndim in (3,) or input.ndim > 4:  # torch's nll_loss_nd: as (N, C, 1, -1), the loss viewed back
@@ -286,11 +391,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                        reduction=reduction)
         return out.view((n,) + tuple(input.shape[2:])) if code == 0 else out
     host_t = target._backend.to_host(target._data).reshape(-1)
-    valid = host_t[host_t != ignore_index]
-    classes = input.shape[1] if input.ndim > 1 else input.shape[0]
-    if valid.size and (_MIN_REDUCE(valid) < 0 or _MAX_REDUCE(valid) >= classes):  # two reductions, no mask
-        bad = valid[(valid < 0) | (valid >= classes)]
-        raise ShapeError(f"Target {int(bad[0])} is out of bounds.")
+    classes = input._data.shape[1 if input.ndim > 1 else 0]
+    valid = _valid_targets(host_t, classes, ignore_index)
     w = _weight_array(weight, input)
     if w is not None and tuple(w.shape) != (classes,):
         raise ShapeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
@@ -316,15 +418,23 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   label_smoothing=0.0):
     """Cross-entropy of logits: class indices (log_softmax then nll_loss) or class probabilities;
     label_smoothing mixes in the uniform distribution, as torch."""
+    if weight is None and label_smoothing == 0.0 and input.__class__ is Tensor and target.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.ndim == 2 and data.dtype.kind == "f" and target._data.ndim == 1:
+            # (N, C) float logits and (N,) classes: log_softmax's node over dim 1, then nll_loss's
+            # usual call (the general path's nodes; it names a bad target itself)
+            logp = apply1(LogSoftmaxBackward0, input, data, (1,))
+            out = _nll_fast(logp, target, ignore_index, reduction)
+            return out if out is not None else nll_loss(logp, target, ignore_index=ignore_index, reduction=reduction)
     for what, value in (("input", input), ("target", target)):
         if not isinstance(value, Tensor):
             raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
                                 f"Tensor, not {_type_name(value)}")
     if not 0.0 <= label_smoothing <= 1.0:
         raise ShapeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 0 if input.ndim == 1 else 1
+    class_dim = 0 if input._data.ndim == 1 else 1
     logp = log_softmax(input, class_dim)
-    if isinstance(target, Tensor) and tuple(target.shape) == tuple(input.shape):  # torch: same shape = probabilities
+    if target._data.shape == input._data.shape:  # torch: same shape = probabilities
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / input.shape[class_dim]
         return _soft_cross_entropy(logp, target, weight, _reduction(reduction), class_dim)

@@ -9,14 +9,25 @@ from __future__ import annotations
 
 import builtins as _builtins
 
+import numpy as _np
+
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply
+from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
 from .formulas import scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
+
+
+_ndarray = _np.ndarray
+_INT64 = _np.dtype("int64")
+_ADD = _np.add.reduce
+_MAX = _np.maximum.reduce
+_exp = _np.exp
+_log = _np.log
+_sqrt = _np.sqrt
 
 
 def _numel(sizes) -> int:
@@ -51,6 +62,11 @@ def _keep(F, t, sizes, dim, keepdim):
 
 def evenly_distribute(F, grad, self, result):
     """Gradient of a full max/min: split evenly between all elements equal to the result."""
+    if not F.differentiable and self.__class__ is _ndarray and result == result:
+        # not NaN (the NaN term below adds only zeros): torch's zeros with grad / count where the
+        # maximum is (+0.0 elsewhere, where the product below gives -0.0 for a negative grad)
+        equal = self == result
+        return _np.where(equal, grad / _ADD(equal.astype(grad.dtype), None), grad.dtype.type(0))
     mask = F.mask(self == result, grad)
     # a NaN result came from the NaNs: they share the gradient (torch's evenly_distribute_backward)
     mask = mask + F.mask(F.logical_and(self != self, result != result), grad)
@@ -58,6 +74,17 @@ def evenly_distribute(F, grad, self, result):
 
 
 def amax_backward(F, grad, self, result, dim, keepdim):
+    if not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray and self.ndim \
+            and grad.dtype == self.dtype:
+        # arrays: the same operations with the reduced ones broadcast, not expanded, in one buffer
+        if not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        mask = (self == result).astype(grad.dtype)
+        count = _ADD(mask, dim, None, None, True)
+        mask *= grad
+        mask /= count
+        return mask
     sizes = tuple(self.shape)
     mask = F.mask(self == _keep(F, result, sizes, dim, keepdim), grad)
     count = F.sum(mask, dim, True) if dim is not None else F.sum(mask)
@@ -68,10 +95,38 @@ def select_backward_mask(F, grad, sizes, dim, keepdim, indices):
     """Gradient of max/min along a dim: only the selected index receives it."""
     xp = F.backend.xp
     idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
+    if grad.__class__ is _ndarray and not F.differentiable:  # torch's zeros scattered with grad
+        return _np.where(_positions(sizes, dim) == idx, grad.reshape(idx.shape), grad.dtype.type(0))
     positions = xp.reshape(xp.arange(sizes[dim]), tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
     dtype = grad._data.dtype if isinstance(grad, Tensor) else grad.dtype  # a tensor under create_graph
     onehot = F.constant(xp.astype(positions == idx, dtype))
     return sum_backward(F, grad, sizes, (dim,), keepdim) * onehot
+
+
+def _kept_shape(sizes, dim):
+    """``sizes`` with the reduced ``dim`` (a tuple; None: all) kept as 1s."""
+    if dim is None:
+        return (1,) * len(sizes)
+    if len(dim) == 1:
+        d = dim[0]
+        return sizes[:d] + (1,) + sizes[d + 1:]
+    return tuple(1 if i in dim else s for i, s in enumerate(sizes))
+
+
+def _positions(sizes, dim):
+    """0, 1, ... sizes[dim] - 1 along ``dim`` (1 elsewhere), to compare with max/min's indices."""
+    key = (sizes[dim], dim, len(sizes))
+    found = _POSITIONS.get(key)
+    if found is None:
+        if len(_POSITIONS) >= 1024:
+            _POSITIONS.clear()
+        found = _POSITIONS[key] = _np.arange(sizes[dim]).reshape(
+            tuple(sizes[dim] if i == dim else 1 for i in range(len(sizes))))
+        found.flags.writeable = False  # shared by every backward of that shape
+    return found
+
+
+_POSITIONS: dict = {}
 
 
 def prod_backward(F, grad, self, result, dim, keepdim):
@@ -124,6 +179,14 @@ def cumprod_backward(F, grad, self, result, dim):
 
 def norm_backward(F, grad, self, ord, result, dim, keepdim):
     """torch's norm_backward by its branches (p = 0, 1, 2, inf, < 1, < 2, else) and operand order."""
+    if ord == 2 and not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray \
+            and self.ndim and grad.dtype == self.dtype:  # the p = 2 branch below, broadcast, in one buffer
+        if dim is not None and not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        out = _np.where(result == 0, 0, self / result)
+        out *= grad
+        return out
     sizes = tuple(self.shape)
     g = _keep(F, grad, sizes, dim, keepdim)
     r = _keep(F, result, sizes, dim, keepdim)
@@ -150,8 +213,18 @@ def var_backward(F, grad, self, dim, correction, keepdim):
     below), as torch does."""
     sizes = tuple(self.shape)
     n = _numel(sizes) if dim is None else _count(sizes, dim)
-    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     dof = n - correction
+    if dof > 0 and not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray \
+            and self.ndim and self.dtype.kind == "f" and self.dtype.itemsize >= 4 and grad.dtype == self.dtype:
+        # F.mean's sum and division, then the same products, in one buffer
+        mean = _ADD(self, dim, None, None, True)
+        mean /= n
+        if dim is not None and not keepdim:
+            grad = grad.reshape(_kept_shape(sizes, dim))
+        out = self - mean
+        out *= (2.0 / dof) * grad
+        return out
+    mean = F.mean(self, dim, True) if dim is not None else F.mean(self)  # as torch: MeanBackward1/0
     if dim is None and dof <= 0:
         return grad * F.where(self == mean, float("nan"), F.zeros_like(self) + float("inf"))
     if dim is not None and not keepdim and len(sizes) > 1:
@@ -160,6 +233,15 @@ def var_backward(F, grad, self, dim, correction, keepdim):
 
 
 def logsumexp_backward(F, grad, self, result, dim, keepdim):
+    if not F.differentiable and self.__class__ is _ndarray and grad.__class__ is _ndarray and self.ndim \
+            and grad.dtype == self.dtype:  # the same operations, the gradient broadcast, in one buffer
+        if not keepdim:
+            kept = _kept_shape(self.shape, dim)
+            result, grad = result.reshape(kept), grad.reshape(kept)
+        out = self - result
+        _exp(out, out)
+        out *= grad
+        return out
     sizes = tuple(self.shape)
     return sum_backward(F, grad, sizes, dim, keepdim) * F.exp(self - _keep(F, result, sizes, dim, keepdim))
 
@@ -170,18 +252,121 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
                 norm_backward=norm_backward, var_backward=var_backward,
                 logsumexp_backward=logsumexp_backward, numel=_numel, count=_count, scalar_log=scalar_log)
 
+# -- forwards the nodes below name -----------------------------------------------------------------
+
+def _logsumexp(xp, x, dim, keepdim):
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        m = _MAX(x, dim, None, None, True)
+        total = float(_ADD(m, None))
+        if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
+            e = x - m
+            _exp(e, e)
+            out = _ADD(e, dim, None, None, True)
+            _log(out, out)
+            out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
+            return out if keepdim else out.reshape(_without(out.shape, dim))
+    if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
+        out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
+        return out if keepdim else xp.reshape(out, _without(out.shape, dim))
+    m = array_max(xp, x, dim, True)
+    if not all_finite(m):  # a row of infinities (or nan) is shifted by 0, not by itself
+        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+    out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
+    if not keepdim:
+        out = xp.reshape(out, _without(out.shape, dim))
+    return out
+
+
+def _without(shape, dim):
+    """``shape`` without the dims ``dim`` (a tuple): a keepdim=False result's shape."""
+    return tuple(s for i, s in enumerate(shape) if i not in dim)
+
+
+def _softmax(xp, x, dim):
+    """exp(x - max) / sum(exp(x - max)) along ``dim`` (torch's kernel: NaN for a row whose max is
+    infinite); a NumPy array's in place, 5 ufunc calls and one new array."""
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        e = x - _MAX(x, dim, None, None, True)
+        _exp(e, e)
+        e /= _ADD(e, dim, None, None, True)
+        return e
+    if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
+        return xp.asarray(x, copy=True)
+    e = xp.exp(x - array_max(xp, x, dim, True))
+    return e / array_sum(xp, e, dim, True)
+
+
+def _log_softmax(xp, x, dim):
+    """(x - max) - log(sum(exp(x - max))) along ``dim``: torch's kernel operation for operation (a
+    row holding +inf or NaN is all NaN there, and here)."""
+    if x.__class__ is _ndarray and x.ndim and x.size:
+        d = x - _MAX(x, dim, None, None, True)
+        s = _ADD(_exp(d), dim, None, None, True)
+        _log(s, s)
+        d -= s
+        return d
+    if x.size == 0:
+        return xp.asarray(x, copy=True)
+    d = x - array_max(xp, x, dim, True)
+    return d - xp.log(array_sum(xp, xp.exp(d), dim, True))
+
+
+def _var(xp, x, dim, correction, keepdim, root=False):
+    """Variance (``root``: its square root) over ``dim`` (None: everything): the mean, then the
+    squared deviations from it summed and divided by n - correction. A float32/float64 NumPy
+    array takes that two-pass arithmetic without np.var's wrapper (7 ufunc calls, in place);
+    anything else, and no degrees of freedom left (NumPy warns, gives inf or nan), np.var itself."""
+    if x.__class__ is _ndarray and x.ndim and x.dtype.kind == "f" and x.dtype.itemsize >= 4 \
+            and correction.__class__ in (int, float):
+        n = x.size if dim is None else _count(x.shape, dim)
+        dof = n - correction
+        if dof > 0:
+            d = _ADD(x, dim, None, None, True)
+            d /= n
+            d = x - d
+            d *= d
+            out = _ADD(d, dim, None, None, keepdim)
+            if out.__class__ is _ndarray:
+                out /= dof
+                return _sqrt(out, out) if root else out
+            out = out / dof  # a full reduction: a NumPy scalar of x's dtype (dof: a weak Python number)
+            return _sqrt(out) if root else out
+    if root:
+        return xp.std(x, axis=dim, correction=correction, keepdims=keepdim)
+    return xp.var(x, axis=dim, correction=correction, keepdims=keepdim)
+
+
+def _mean(xp, x, dim, keepdim):
+    """array_mean with ``dim`` already a valid tuple (or None): a float32/float64 NumPy array's sum
+    divided in place by the count, mean_of's operations without its check of the axes."""
+    if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
+        n = x.size if dim is None else _count(x.shape, dim)
+        if n:
+            out = _ADD(x, dim, None, None, keepdim)
+            if out.__class__ is _ndarray:
+                out /= n
+                return out
+            return out / n
+    return array_mean(xp, x, dim, keepdim)
+
+
+def _std(xp, x, dim, correction, keepdim):
+    return _var(xp, x, dim, correction, keepdim, True)
+
+
 # -- nodes ---------------------------------------------------------------------------------------------
 
 SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
                            forward=lambda xp, x: array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: array_sum(xp, x, dim, keepdim))
+                           forward=lambda xp, x, dim, keepdim: _ADD(x, dim, None, None, keepdim)
+                           if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
                             forward=lambda xp, x: array_mean(xp, x))
 MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
                             self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
-                            forward=lambda xp, x, dim, keepdim: array_mean(xp, x, dim, keepdim))
+                            forward=lambda xp, x, dim, keepdim: _mean(xp, x, dim, keepdim))
 ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, result, None, False)",
                             forward=lambda xp, x: xp.prod(x))
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
@@ -215,20 +400,20 @@ LinalgVectorNormBackward0 = define_node(
     forward=lambda xp, x, ord, dim, keepdim: _vector_norm(xp, x, ord, dim, keepdim))
 VarBackward0 = define_node("VarBackward0", attrs=("dim", "correction", "keepdim"),
                            self="var_backward(F, grad, self, dim, correction, keepdim)",
-                           forward=lambda xp, x, dim, c, keepdim: xp.var(x, axis=dim, correction=c, keepdims=keepdim))
+                           forward=_var)
 StdBackward0 = define_node(
     "StdBackward0", attrs=("dim", "correction", "keepdim"),
     self="var_backward(F, F.masked_fill(grad / (result * 2), result == 0, 0), self, dim, correction, keepdim)",
-    forward=lambda xp, x, dim, c, keepdim: xp.std(x, axis=dim, correction=c, keepdims=keepdim))
+    forward=_std)
 LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  self="logsumexp_backward(F, grad, self, result, dim, keepdim)",
-                                 forward=lambda xp, x, dim, keepdim: _logsumexp(xp, x, dim, keepdim))
+                                 forward=_logsumexp)
 SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
                                self="F.softmax_backward(grad, result, dim)",
-                               forward=lambda xp, x, dim: _softmax(xp, x, dim))
+                               forward=_softmax)
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
                                   self="F.log_softmax_backward(grad, result, dim)",
-                                  forward=lambda xp, x, dim: x - _logsumexp(xp, x, (dim,), True))
+                                  forward=_log_softmax)
 # torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
 # are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
 SoftmaxBackwardDataBackward0 = define_node(
@@ -268,9 +453,9 @@ def log_softmax_backward(grad_output, output, dim):
 
 
 def _vector_norm(xp, x, ord, dim, keepdim):
+    if ord == 2:  # x * x is |x| * |x|, bit for bit
+        return xp.sqrt(array_sum(xp, x * x, dim, keepdim))
     a = xp.abs(x)
-    if ord == 2:
-        return xp.sqrt(array_sum(xp, a * a, dim, keepdim))
     if ord == 1:
         return array_sum(xp, a, dim, keepdim)
     if ord == float("inf"):
@@ -282,27 +467,20 @@ def _vector_norm(xp, x, ord, dim, keepdim):
     return xp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
 
 
-def _logsumexp(xp, x, dim, keepdim):
-    if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
-        out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
-        return out if keepdim else xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
-    m = array_max(xp, x, dim, True)
-    if not all_finite(m):  # a row of infinities (or nan) is shifted by 0, not by itself
-        m = xp.where(xp.isfinite(m), m, xp.zeros_like(m))
-    out = xp.log(array_sum(xp, xp.exp(x - m), dim, True)) + m
-    if not keepdim:
-        out = xp.reshape(out, tuple(s for i, s in enumerate(out.shape) if i not in dim))
-    return out
-
-
-def _softmax(xp, x, dim):
-    if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
-        return xp.asarray(x, copy=True)
-    e = xp.exp(x - array_max(xp, x, dim, True))
-    return e / array_sum(xp, e, dim, True)
-
-
 # -- functions ----------------------------------------------------------------------------------------
+
+def _float_dim(input, dim):
+    """The call most programs make, a float tensor on NumPy and one int ``dim`` in range of its
+    (one or more) dims: that dim made non-negative, so the op can skip its general argument
+    handling (casts, sequences of dims, 0-d rules, errors). None for anything else."""
+    if dim.__class__ is int and input.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.dtype.kind == "f":
+            n = data.ndim
+            if -n <= dim < n:
+                return dim + n if dim < 0 else dim
+    return None
+
 
 def dims(dim, ndim: int):
     """Normalise ``dim`` (int or sequence) to a sorted tuple of non-negative dims."""
@@ -346,6 +524,9 @@ def _reduce_scalar_dim(x, dim):
 @op(SumBackward0, SumBackward1, category="reduction")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum of all elements, or over ``dim`` (an int or a tuple); ``dtype``: compute and return in it."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(SumBackward1, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     input = _cast_for(input, dtype)
     if input.dtype.name == "bool":
         input = input.to("int64")
@@ -359,6 +540,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 @op(MeanBackward0, MeanBackward1, category="reduction")
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Arithmetic mean of all elements, or over ``dim``; ``dtype``: compute and return in it."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(MeanBackward1, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     input = _cast_for(input, dtype)
     _float_input("mean", input)
     if dim is None and not keepdim:
@@ -417,6 +601,13 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
             raise ShapeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                              f"Specify the reduction dim with the 'dim' argument.")
         return apply(full_cls, (input,))
+    d = _float_dim(input, dim)
+    if d is not None and input._data.shape[d]:  # a float NumPy tensor, one int dim, not empty
+        data = input._data
+        keep = keepdim is True or bool(keepdim)
+        indices = data.argmax(d, keepdims=keep) if name == "max" else data.argmin(d, keepdims=keep)
+        values = apply1(dim_cls, input, data, (d, keep, indices))
+        return ret_cls(name, values, Tensor._make(indices.astype(_INT64), input._backend))  # a copy: the node keeps its own
     if isinstance(dim, Tensor):
         return pair(input, dim)
     d = _wrap_dim(dim, input.ndim)
@@ -448,17 +639,29 @@ def min(input, dim=None, keepdim=False):
 @op(AmaxBackward0, category="reduction")
 def amax(input, dim=(), keepdim=False):
     """Maximum over ``dim`` (all dims by default); ties share the gradient evenly."""
-    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
-    _nonempty("amax", input, d, dim in ((), [], None))
-    return apply(AmaxBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+    return apply(AmaxBackward0, (input,), _amax_args("amax", input, dim, keepdim))
 
 
 @op(AminBackward0, category="reduction")
 def amin(input, dim=(), keepdim=False):
     """Minimum over ``dim`` (all dims by default); ties share the gradient evenly."""
-    d = tuple(range(input.ndim)) if dim in ((), [], None) else dims(dim, input.ndim)
-    _nonempty("amin", input, d, dim in ((), [], None))
-    return apply(AminBackward0, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+    return apply(AminBackward0, (input,), _amax_args("amin", input, dim, keepdim))
+
+
+_ALL_DIMS = [tuple(range(n)) for n in range(65)]
+
+
+def _amax_args(name, input, dim, keepdim):
+    """amax/amin's (dims, keepdim): every dim for (), [] or None; torch's errors for an empty one."""
+    keep = keepdim is True or bool(keepdim)
+    d = _float_dim(input, dim)
+    if d is not None and input._data.shape[d]:
+        return (d,), keep
+    every = dim is None or dim == () or dim == []
+    n = input.ndim
+    d = (_ALL_DIMS[n] if n < 65 else tuple(range(n))) if every else dims(dim, n)
+    _nonempty(name, input, d, every)
+    return _reduce_scalar_dim(input, d), keep
 
 
 def _nonempty(name, input, d, all_dims):
@@ -488,6 +691,10 @@ def norm(input, p="fro", dim=None, keepdim=False):
 
 
 def _var_args(input, dim, unbiased, correction, keepdim):
+    if unbiased is None and correction is None:
+        d = _float_dim(input, dim)
+        if d is not None:
+            return ((d,), 1, keepdim is True or bool(keepdim))
     if not input.dtype.is_floating_point:
         raise GradTypeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(x, False): the old unbiased positional form
@@ -513,6 +720,9 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @op(LogsumexpBackward0, category="reduction")
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(x))) over ``dim``, computed stably."""
+    d = _float_dim(input, dim)
+    if d is not None:
+        return apply1(LogsumexpBackward0, input, input._data, ((d,), keepdim is True or bool(keepdim)))
     if not input.dtype.is_floating_point:
         input = input.to(_dt.DEFAULTS.float)
     d = dims(dim, input.ndim)
@@ -522,6 +732,9 @@ def logsumexp(input, dim, keepdim=False):
 @op(SoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(SoftmaxBackward0, input, input._data, (d,))
     dim = _implicit_dim("softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
@@ -532,6 +745,9 @@ def softmax(input, dim=None, dtype=None):
 @op(LogSoftmaxBackward0, category="reduction", namespaces=("torch", "torch.nn.functional"))
 def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
+    d = _float_dim(input, dim) if dtype is None else None
+    if d is not None:
+        return apply1(LogSoftmaxBackward0, input, input._data, (d,))
     dim = _implicit_dim("log_softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:

@@ -43,7 +43,7 @@ from ..errors import GradcliError, GradSyntaxError
 from .postlex import Token
 
 # The plain tables' format: bump it when what tables_from_lark writes changes meaning.
-TABLES_FORMAT = 1
+TABLES_FORMAT = 2
 
 
 class _NoFastPath(Exception):
@@ -87,29 +87,31 @@ class FastPath:
 
     def _tokens(self, text: str):
         """Lark's tokens of ``text``, the ignored ones (spaces) left out; line and column counted
-        as Lark's LineCounter does."""
-        new, Tok, match = tuple.__new__, Token, self.regex.match
+        as Lark's LineCounter does. The matches come from the pattern's scanner, each anchored
+        where the last one ended (a character no terminal matches stops it)."""
+        new, Tok = tuple.__new__, Token
         ignore, newline_types = self.ignore, self.newline_types
-        pos = line_start = 0
+        end = line_start = 0
         line = 1
-        size = len(text)
-        while pos < size:
-            m = match(text, pos)  # anchored: garbage stops it at once (finditer would search on)
-            if m is None:  # a character no terminal matches
-                raise _NoFastPath
+        for m in iter(self.regex.scanner(text).match, None):
             ttype = m.lastgroup
-            start, end = m.span(ttype)  # after the spaces before it
-            value = m.group(ttype)
-            if ttype in newline_types and "\n" in value:
-                end_line = line + value.count("\n")
-                end_start = start + value.rindex("\n") + 1
-            else:
-                end_line, end_start = line, line_start
+            start = m.end(1)  # after the spaces before it
+            end = m.end()
+            if ttype in newline_types:
+                value = text[start:end]
+                if "\n" in value:
+                    end_line = line + value.count("\n")
+                    end_start = start + value.rindex("\n") + 1
+                    if ttype not in ignore:
+                        yield new(Tok, (ttype, value, start, line, start - line_start + 1,
+                                        end_line, end - end_start + 1, end))
+                    line, line_start = end_line, end_start
+                    continue
             if ttype not in ignore:
-                yield new(Tok, (ttype, value, start, line, start - line_start + 1,
-                                end_line, end - end_start + 1, end))
-            pos, line, line_start = end, end_line, end_start
-
+                yield new(Tok, (ttype, text[start:end], start, line, start - line_start + 1,
+                                line, end - line_start + 1, end))
+        if end != len(text):  # a character no terminal matches
+            raise _NoFastPath
     def _drive(self, tokens) -> Any:
         """Shift and reduce as Lark's LALR parser does, calling the same callbacks; the input
         ends with Lark's "$END" token."""
@@ -184,8 +186,12 @@ def tables_from_lark(lark) -> dict:
     tokens = [t for t in scanner.terminals if t not in spaces]
     _check_spaces_start_nothing(spaces, tokens, conf.g_regex_flags)
     skip = "|".join(t.pattern.to_regexp() for t in spaces)
-    pattern = str(f"(?:{skip})*(?:" + "|".join(
-        f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in tokens) + ")")
+    # Group 1 (empty) marks where the token starts, after the spaces; each terminal's name is an
+    # empty group after its pattern (the last group a match closes: its ``lastgroup``), so that
+    # each alternative starts with its pattern's first character or class, which ``re`` checks
+    # before it tries the alternative (a group first would make it try them all, one by one).
+    pattern = str(f"(?:{skip})*()(?:" + "|".join(
+        f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)" for t in tokens) + ")")
     # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
     # in a state where a name may stand: the postlexer turns them into keywords; it must
     # know them all.

@@ -35,7 +35,6 @@ are exactly what Lark's path says, at the price of a second parse of a program t
 from __future__ import annotations
 
 import re
-from itertools import chain
 from typing import Any
 
 from ..errors import GradcliError, GradSyntaxError
@@ -113,37 +112,52 @@ class FastPath:
         if end != len(text):  # a character no terminal matches
             raise _NoFastPath
     def _drive(self, tokens) -> Any:
-        """Shift and reduce as Lark's LALR parser does, calling the same callbacks; the input
-        ends with Lark's "$END" token."""
-        table, end_state = self.table, self.end_state
-        states = [self.start_state]
+        """Shift and reduce as Lark's LALR parser does (``ParserState.feed_token``), calling the
+        same callbacks; the input ends with Lark's "$END" token."""
+        table = self.table
+        state = self.start_state
+        states = [state]
         values: list = []
-        for token in chain(tokens, _END):
-            ttype = token.type
-            while True:
-                action = table[states[-1]].get(ttype)
-                if action is None:
+        for token in tokens:
+            ttype = token[0]  # its type
+            action = table[state].get(ttype)
+            while action.__class__ is not int:  # reduce
+                if action is None:  # the parser does not take this token here
                     raise _NoFastPath
-                if action.__class__ is int:  # shift
-                    states.append(action)
-                    values.append(token)
-                    break
-                size, origin, callback = action  # reduce
+                size, origin, callback = action
                 if callback is None:  # a unit rule: the value stays, the state moves
-                    states[-1] = table[states[-2]][origin]
+                    state = states[-1] = table[states[-2]][origin]
                 else:
-                    children = values[-size:] if size else []
                     if size:
+                        children = values[-size:]
                         del values[-size:]
                         del states[-size:]
+                    else:
+                        children = []
                     values.append(callback(children))
-                    states.append(table[states[-1]][origin])
-                if ttype == "$END" and states[-1] == end_state:
-                    return values[-1]
-        raise _NoFastPath
-
-
-_END = (Token("$END", "", 0, 1, 1, 1, 1, 0),)
+                    state = table[states[-1]][origin]
+                    states.append(state)
+                action = table[state].get(ttype)
+            states.append(action)  # shift
+            values.append(token)
+            state = action
+        end_state = self.end_state
+        while True:  # "$END": reduce until the start rule's value is made
+            action = table[states[-1]].get("$END")
+            if action.__class__ is not tuple:
+                raise _NoFastPath
+            size, origin, callback = action
+            if callback is None:
+                states[-1] = table[states[-2]][origin]
+            else:
+                children = values[-size:] if size else []
+                if size:
+                    del values[-size:]
+                    del states[-size:]
+                values.append(callback(children))
+                states.append(table[states[-1]][origin])
+            if states[-1] == end_state:
+                return values[-1]
 
 
 def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
@@ -258,6 +272,15 @@ def _reduction(rule, builder):
         built = expanded
     else:
         built = call
+    if (keep is not None and method is None and origin.startswith("_") and not expand1
+            and keep[1] == 0 and [tuple(x) for x in keep[0]] == [(0, True, 0)] + [(i, False, 0) for i in range(1, size)]):
+        # a repetition's next step (``__arith_star: __arith_star OP primary``): the list so far
+        # grows by the step's children (in place, as Lark's child filter grows it)
+        def grow(children):
+            grown = children[0]
+            grown += children[1:]
+            return grown
+        return (size, origin, grow)
     if keep is not None:
         include, append_none = keep
         include = tuple(tuple(x) for x in include)

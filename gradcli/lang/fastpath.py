@@ -7,8 +7,11 @@ callback). :class:`FastPath` does the same work in two tight loops:
 
 - the tokenizer: one compiled regular expression made of the grammar's terminals, in the order and
   with the patterns Lark's lexer uses for them (``BasicLexer`` of the parser's own
-  ``lexer_conf``), matched at each position in turn, the ignored spaces skipped in the same
-  match; tokens are light tuples with a Lark token's fields;
+  ``lexer_conf``), matched at each position in turn by its scanner, the ignored spaces skipped
+  in the same match; each alternative is written so that ``re`` rejects it by its first
+  character (the terminal's name is an empty group after its pattern, and a pattern that starts
+  with an optional part gets a lookahead for the characters it can start with); tokens are
+  light tuples with a Lark token's fields;
 - the postlexer (:class:`~gradcli.lang.postlex.GradIndenter`, the same one as Lark's path);
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
@@ -42,7 +45,7 @@ from ..errors import GradcliError, GradSyntaxError
 from .postlex import Token
 
 # The plain tables' format: bump it when what tables_from_lark writes changes meaning.
-TABLES_FORMAT = 2
+TABLES_FORMAT = 3
 
 
 class _NoFastPath(Exception):
@@ -180,6 +183,77 @@ def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
             raise ValueError(f"terminal {t.name} may start with a character that starts ignored spaces")
 
 
+def _first_class(regexp: str, flags: int) -> str | None:
+    """The body of a character class (``a-z\\d"``) holding every character a match of
+    ``regexp`` can start with, for a lookahead that rejects the alternative at once: None where
+    ``re`` rejects it by its first character already (it starts with a literal or a class),
+    where it can match the empty string, or where its first characters cannot be told (a
+    negated class, case-insensitive flags, anything unforeseen: no lookahead, nothing lost)."""
+    from re import _constants as c, _parser as sre_parse
+    if flags & re.IGNORECASE:
+        return None
+    parsed = list(sre_parse.parse(regexp, flags))
+    while parsed and parsed[0][0] is c.SUBPATTERN and len(parsed) == 1:  # (?:...) around it all
+        parsed = list(parsed[0][1][-1])
+    if parsed and parsed[0][0] in (c.LITERAL, c.IN):
+        return None
+    pieces, nullable = _first_pieces(parsed, c)
+    if pieces is None or nullable or not pieces:
+        return None
+    return "".join(sorted(set(pieces)))
+
+
+# The character categories a class may name, as a class writes them.
+_CATEGORIES = {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
+               "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}
+
+
+def _first_pieces(items, c):
+    """(class pieces a match of the parsed sequence ``items`` can start with, or None where not
+    known; whether it can match the empty string). Recursive on the pattern's nesting: the
+    grammar's own terminals, a few levels deep."""
+    pieces: list = []
+    for op, av in items:
+        if op is c.LITERAL:
+            return pieces + [re.escape(chr(av))], False
+        if op is c.IN:
+            for kind, value in av:
+                if kind is c.LITERAL:
+                    pieces.append(re.escape(chr(value)))
+                elif kind is c.RANGE:
+                    pieces.append(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+                elif kind is c.CATEGORY and str(value) in _CATEGORIES:
+                    pieces.append(_CATEGORIES[str(value)])
+                else:  # a negated class, or anything else
+                    return None, False
+            return pieces, False
+        if op is c.SUBPATTERN:
+            if av[1] & re.IGNORECASE:
+                return None, False
+            sub, nullable = _first_pieces(av[-1], c)
+        elif op is c.BRANCH:
+            sub, nullable = [], False
+            for alternative in av[1]:
+                more, empty = _first_pieces(alternative, c)
+                if more is None:
+                    return None, False
+                sub += more
+                nullable = nullable or empty
+        elif op is c.MAX_REPEAT or op is c.MIN_REPEAT:
+            sub, nullable = _first_pieces(av[2], c)
+            nullable = nullable or av[0] == 0
+        elif op is c.AT:  # an anchor: it matches no character
+            continue
+        else:
+            return None, False
+        if sub is None:
+            return None, False
+        pieces += sub
+        if not nullable:
+            return pieces, False
+    return pieces, True
+
+
 def tables_from_lark(lark) -> dict:
     """Everything the fast path needs from a loaded Lark parser, as plain data (str, int, bool,
     None, lists, tuples, dicts: what ``marshal`` and JSON write), so that it can be cached on
@@ -204,8 +278,15 @@ def tables_from_lark(lark) -> dict:
     # empty group after its pattern (the last group a match closes: its ``lastgroup``), so that
     # each alternative starts with its pattern's first character or class, which ``re`` checks
     # before it tries the alternative (a group first would make it try them all, one by one).
-    pattern = str(f"(?:{skip})*()(?:" + "|".join(
-        f"(?:{t.pattern.to_regexp()})(?P<{t.name}>)" for t in tokens) + ")")
+    # An alternative that starts otherwise (an optional part, a nested choice) gets a lookahead
+    # for the characters it can start with, where they can be told (:func:`_first_class`).
+    alternatives = []
+    for t in tokens:
+        regexp = t.pattern.to_regexp()
+        first = _first_class(regexp, conf.g_regex_flags)
+        guard = f"(?=[{first}])" if first is not None else ""
+        alternatives.append(f"{guard}(?:{regexp})(?P<{t.name}>)")
+    pattern = str(f"(?:{skip})*()(?:" + "|".join(alternatives) + ")")
     # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
     # in a state where a name may stand: the postlexer turns them into keywords; it must
     # know them all.

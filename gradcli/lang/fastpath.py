@@ -38,6 +38,7 @@ are exactly what Lark's path says, at the price of a second parse of a program t
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 from ..errors import GradcliError, GradSyntaxError
@@ -45,7 +46,7 @@ from ..errors import GradcliError, GradSyntaxError
 from .postlex import Token
 
 # The plain tables' format: bump it when what tables_from_lark writes changes meaning.
-TABLES_FORMAT = 3
+TABLES_FORMAT = 4
 
 
 class _NoFastPath(Exception):
@@ -114,6 +115,7 @@ class FastPath:
                                 line, end - line_start + 1, end))
         if end != len(text):  # a character no terminal matches
             raise _NoFastPath
+
     def _drive(self, tokens) -> Any:
         """Shift and reduce as Lark's LALR parser does (``ParserState.feed_token``), calling the
         same callbacks; the input ends with Lark's "$END" token."""
@@ -189,7 +191,11 @@ def _first_class(regexp: str, flags: int) -> str | None:
     ``re`` rejects it by its first character already (it starts with a literal or a class),
     where it can match the empty string, or where its first characters cannot be told (a
     negated class, case-insensitive flags, anything unforeseen: no lookahead, nothing lost)."""
-    from re import _constants as c, _parser as sre_parse
+    try:
+        from re import _constants as c, _parser as sre_parse
+    except ImportError:  # Python 3.10
+        import sre_constants as c
+        import sre_parse
     if flags & re.IGNORECASE:
         return None
     parsed = list(sre_parse.parse(regexp, flags))
@@ -286,7 +292,11 @@ def tables_from_lark(lark) -> dict:
         first = _first_class(regexp, conf.g_regex_flags)
         guard = f"(?=[{first}])" if first is not None else ""
         alternatives.append(f"{guard}(?:{regexp})(?P<{t.name}>)")
-    pattern = str(f"(?:{skip})*()(?:" + "|".join(alternatives) + ")")
+    # The spaces are matched possessively where re can (Python 3.11): never given back, which
+    # changes nothing (no terminal starts with a space, checked above) and spares re the
+    # bookkeeping of a repetition it could backtrack into.
+    possessive = "+" if sys.version_info >= (3, 11) else ""
+    pattern = str(f"(?:{skip})*{possessive}()(?:" + "|".join(alternatives) + ")")
     # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
     # in a state where a name may stand: the postlexer turns them into keywords; it must
     # know them all.

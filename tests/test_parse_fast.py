@@ -347,3 +347,43 @@ def test_the_fast_path_runs_on_a_parser_loaded_from_lark_s_cache(tmp_path, monke
         del builder.PENDING_FIELDS[:]
         trees.append(dump(FastPath.from_lark(lark, GradIndenter()).parse(text)))
     assert trees[0] == trees[1] == dump(lark_path(text))
+
+
+# ------------------------------------------------------------------------------ the tokenizer's lookaheads
+
+@pytest.mark.parametrize("pattern, expected", [
+    (r"(?:\d+)?\.\d|\d+", r"\.\d"),          # an optional part first: what can follow it too
+    (r"[fF]?'x'|'''y'''", "'Ff"),
+    (r"(?:#[^\n]*)?\n", "\\\n\\#"),
+    (r"\+", None),                            # a literal first: re rejects it by that already
+    (r"[^\W\d]\w*", None),                    # a class first: the same
+    (r"a?", None),                            # it can match the empty string
+    (r"(?:[^a]b)?c", None),                   # a negated class: not told
+])
+def test_the_lookahead_holds_every_first_character(pattern, expected):
+    from gradcli.lang.fastpath import _first_class
+    assert _first_class(pattern, 0) == expected
+    assert _first_class(pattern, __import__("re").IGNORECASE) is None
+
+
+def test_every_token_starts_with_a_character_its_lookahead_holds():
+    """Each lookahead of the fast path's pattern, against the first character of every token that
+    Lark's own lexer reads from the corpus (a lookahead that missed one would lose the token)."""
+    import re
+
+    from lark.lexer import BasicLexer
+
+    from gradcli.lang.fastpath import _first_class
+    lark = syntax._get_parser()
+    lexer = BasicLexer(lark.lexer_conf)
+    guards = {t.name: _first_class(t.pattern.to_regexp(), lark.lexer_conf.g_regex_flags)
+              for t in lexer.terminals}
+    assert {name for name, g in guards.items() if g} >= {"STRING", "NUMBER", "_NEWLINE"}
+    seen = set()
+    for text in program_texts() + ["x = f'{a}' + F\"b\" + 1_0.5e-3 + .5\n# c\n"]:
+        for token in lark.lex(text if text.endswith("\n") else text + "\n"):
+            guard = guards.get(token.type)
+            if guard:
+                assert re.match(f"[{guard}]", token.value), (token.type, token.value)
+                seen.add(token.type)
+    assert seen >= {"STRING", "NUMBER", "_NEWLINE"}

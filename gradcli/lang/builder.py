@@ -264,24 +264,42 @@ class ASTBuilder:
         the parser one reduction per operator and nothing here recurses. A token right after an
         operand is a binary operator; any other token is a sign of the operand that follows."""
         operands: list = []
-        pending: list = []  # (binding strength, operator token), innermost last
+        tokens: list = []  # operators and signs not applied yet, innermost last
+        strengths: list = []  # how tightly each binds
+        new = _new
         after_operand = False
         for item in items:
-            if isinstance(item, Node):
-                operands.append(item)
-                after_operand = True
-            elif not after_operand:  # a sign: applied once its operand, and any ** on it, is built
-                pending.append((_SIGN_STRENGTH, item))
-            else:
+            if after_operand:  # a binary operator (the grammar puts one after every operand)
                 strength = _BINARY_STRENGTH[item.value]
                 # apply what binds at least as tightly (** only what binds tighter: right-associative)
-                while pending and (pending[-1][0] > strength or
-                                   (pending[-1][0] == strength and strength != _POWER_STRENGTH)):
-                    _apply(pending.pop(), operands)
-                pending.append((strength, item))
+                while strengths and (strengths[-1] > strength or
+                                     (strengths[-1] == strength and strength != _POWER_STRENGTH)):
+                    token = tokens.pop()
+                    right = operands.pop()
+                    if strengths.pop() == _SIGN_STRENGTH:  # _apply, inline
+                        node = new(UnaryOp)
+                        node.line, node.column = token.line, token.column
+                        node.end_line, node.end_column = right.end_line, right.end_column
+                        node.op, node.operand = token.value, right
+                        operands.append(node)
+                    else:
+                        left = operands[-1]
+                        node = new(BinOp)
+                        node.line, node.column = left.line, left.column
+                        node.end_line, node.end_column = right.end_line, right.end_column
+                        node.op, node.left, node.right = token.value, left, right
+                        operands[-1] = node
+                tokens.append(item)
+                strengths.append(strength)
                 after_operand = False
-        while pending:
-            _apply(pending.pop(), operands)
+            elif isinstance(item, Node):
+                operands.append(item)
+                after_operand = True
+            else:  # a sign: applied once its operand, and any ** on it, is built
+                tokens.append(item)
+                strengths.append(_SIGN_STRENGTH)
+        while tokens:
+            _apply((strengths.pop(), tokens.pop()), operands)
         return operands[0]
 
     def lt(self, left, right):
@@ -339,12 +357,14 @@ class ASTBuilder:
 
     # ----------------------------------------------------------------------------- atoms
     def name(self, token):
-        node = _span(_new(Name), token, token)
+        node = _new(Name)
+        node.line, node.column, node.end_line, node.end_column = token.line, token.column, token.end_line, token.end_column
         node.id = token.value
         return node
 
     def number(self, token):
-        node = _span(_new(Num), token, token)
+        node = _new(Num)
+        node.line, node.column, node.end_line, node.end_column = token.line, token.column, token.end_line, token.end_column
         node.value = _number_value(token)
         return node
 

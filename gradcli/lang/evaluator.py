@@ -18,6 +18,7 @@ check`` numbers leaves and wraps backward calls (:mod:`gradcli.cli.check`).
 
 from __future__ import annotations
 
+import gc
 from functools import partial
 
 from ..autograd.engine import detect_anomaly, set_detect_anomaly
@@ -543,23 +544,61 @@ class Evaluator(Statements):
         count)`` once its ``count`` children are being evaluated; their values are then the
         last ``count`` entries of ``values``, and ``combine`` makes the node's value of them
         (or a :class:`_Push` of the node whose value it is, or a :class:`_Pending` call that
-        this generator hands to the driver). Leaves (names, literals) have their value at once."""
+        this generator hands to the driver). Leaves (names, literals) have their value at once;
+        operators, names and numbers (most of a long expression) are handled inline.
+
+        A long expression (from :data:`_PAUSE_AFTER` operators on) is walked with the cyclic
+        collector paused, as the parser and the backward engine pause it: everything its ops
+        allocate lives on in the graph, so the collections the allocations trigger would only
+        traverse the growing graph and the program's tree (half the walk of a 100,000-term
+        expression). It runs again while one of the program's own functions or a
+        comprehension runs (code whose garbage can grow without bound), and once the walk ends."""
+        pause = _CollectorPause()
+        try:
+            return (yield from self._walk(node, scope, pause))
+        finally:
+            pause.resume()
+
+    def _walk(self, node, scope, pause):
         stack = [(node, None, 0)]
         values: list = []
         push = stack.append
         pop = stack.pop
+        env = self.env
+        operators = 0
         while stack:
             n, combine, count = pop()
             if combine is None:
-                rule = _EXPRESSIONS.get(n.__class__)
+                cls = n.__class__
+                if cls is BinOp:
+                    push((n, _BINARY, 2))
+                    right = n.right
+                    rc = right.__class__
+                    # a leaf operand: its value is taken once the left one is made
+                    push((right, _LEAF if rc is Num or rc is Name else None, 0))
+                    push((n.left, None, 0))
+                    operators += 1
+                    if operators == _PAUSE_AFTER:
+                        pause.pause()
+                    continue
+                if cls is Name:
+                    name = n.id
+                    values.append(env[name] if name in env and name not in scope else self._lookup(name, n, scope))
+                    continue
+                if cls is Num:
+                    values.append(n.value)
+                    continue
+                rule = _EXPRESSIONS.get(cls)
                 if rule is None:
-                    if n.__class__ is ListComp:
+                    if cls is ListComp:
+                        pause.resume()
                         try:
                             values.append((yield from self._listcomp_gen(n, scope)))
                         except GradcliError as err:
                             raise err.at(n.line, n.column)
+                        pause.again()
                         continue
-                    raise GradTypeError(f"unsupported expression {n.__class__.__name__}")
+                    raise GradTypeError(f"unsupported expression {cls.__name__}")
                 children, combine = rule
                 if children is None:  # a leaf
                     values.append(combine(self, n, (), scope))
@@ -569,6 +608,25 @@ class Evaluator(Statements):
                 for child in reversed(kids):
                     push((_NONE_CHILD, None, 0) if child is None else (child, None, 0))
                 continue
+            if combine is _BINARY:  # binary_op, its common case inline
+                b = values.pop()
+                a = values[-1]
+                op = n.op
+                try:
+                    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
+                        values[-1] = BINARY_OPERATORS[op](a, b)
+                    else:
+                        values[-1] = binary_op(op, a, b)
+                except _LOCATED as exc:
+                    raise _located(exc, n) from None
+                continue
+            if combine is _LEAF:  # a number or a name, as above
+                if n.__class__ is Num:
+                    values.append(n.value)
+                else:
+                    name = n.id
+                    values.append(env[name] if name in env and name not in scope else self._lookup(name, n, scope))
+                continue
             try:
                 if count:
                     args = values[len(values) - count:]
@@ -577,7 +635,9 @@ class Evaluator(Statements):
                     args = []
                 value = combine(self, n, args, scope)
                 if value.__class__ is _Pending:
+                    pause.resume()
                     value = yield value
+                    pause.again()
                 elif value.__class__ is _Push:
                     push((value.node, None, 0))
                     continue
@@ -738,6 +798,39 @@ class _NoneChild:
 
 
 _NONE_CHILD = _NoneChild()
+
+# Markers of the walk's stack entries that Evaluator._walk_gen handles inline: a BinOp's
+# operator once its operands are made, and a leaf operand (a number or a name).
+_BINARY, _LEAF = object(), object()
+
+# How many operators into one expression's walk the cyclic collector is paused (see
+# Evaluator._walk_gen): enough that ordinary expressions never pause it.
+_PAUSE_AFTER = 2000
+
+
+class _CollectorPause:
+    """The cyclic collector paused for a part of one walk: :meth:`pause` stops it (where it
+    runs), :meth:`resume` starts it again (where this paused it), :meth:`again` stops it again
+    after a resume."""
+    __slots__ = ("paused",)
+
+    def __init__(self):
+        self.paused = None  # None: never paused; True: paused now; False: resumed for a while
+
+    def pause(self) -> None:
+        if self.paused is None and gc.isenabled():
+            gc.disable()
+            self.paused = True
+
+    def resume(self) -> None:
+        if self.paused:
+            gc.enable()
+            self.paused = False
+
+    def again(self) -> None:
+        if self.paused is False and gc.isenabled():
+            gc.disable()
+            self.paused = True
 
 
 def _call_children(n):

@@ -7,8 +7,11 @@ callback). :class:`FastPath` does the same work in two tight loops:
 
 - the tokenizer: one compiled regular expression made of the grammar's terminals, in the order and
   with the patterns Lark's lexer uses for them (``BasicLexer`` of the parser's own
-  ``lexer_conf``), matched at each position in turn, the ignored spaces skipped in the same
-  match; tokens are light tuples with a Lark token's fields;
+  ``lexer_conf``), matched at each position in turn by its scanner, the ignored spaces skipped
+  in the same match; each alternative is written so that ``re`` rejects it by its first
+  character (the terminal's name is an empty group after its pattern, and a pattern that starts
+  with an optional part gets a lookahead for the characters it can start with); tokens are
+  light tuples with a Lark token's fields;
 - the postlexer (:class:`~gradcli.lang.postlex.GradIndenter`, the same one as Lark's path);
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
@@ -35,7 +38,7 @@ are exactly what Lark's path says, at the price of a second parse of a program t
 from __future__ import annotations
 
 import re
-from itertools import chain
+import sys
 from typing import Any
 
 from ..errors import GradcliError, GradSyntaxError
@@ -43,7 +46,7 @@ from ..errors import GradcliError, GradSyntaxError
 from .postlex import Token
 
 # The plain tables' format: bump it when what tables_from_lark writes changes meaning.
-TABLES_FORMAT = 1
+TABLES_FORMAT = 4
 
 
 class _NoFastPath(Exception):
@@ -87,61 +90,79 @@ class FastPath:
 
     def _tokens(self, text: str):
         """Lark's tokens of ``text``, the ignored ones (spaces) left out; line and column counted
-        as Lark's LineCounter does."""
-        new, Tok, match = tuple.__new__, Token, self.regex.match
+        as Lark's LineCounter does. The matches come from the pattern's scanner, each anchored
+        where the last one ended (a character no terminal matches stops it)."""
+        new, Tok = tuple.__new__, Token
         ignore, newline_types = self.ignore, self.newline_types
-        pos = line_start = 0
+        end = line_start = 0
         line = 1
-        size = len(text)
-        while pos < size:
-            m = match(text, pos)  # anchored: garbage stops it at once (finditer would search on)
-            if m is None:  # a character no terminal matches
-                raise _NoFastPath
+        for m in iter(self.regex.scanner(text).match, None):
             ttype = m.lastgroup
-            start, end = m.span(ttype)  # after the spaces before it
-            value = m.group(ttype)
-            if ttype in newline_types and "\n" in value:
-                end_line = line + value.count("\n")
-                end_start = start + value.rindex("\n") + 1
-            else:
-                end_line, end_start = line, line_start
+            start = m.end(1)  # after the spaces before it
+            end = m.end()
+            if ttype in newline_types:
+                value = text[start:end]
+                if "\n" in value:
+                    end_line = line + value.count("\n")
+                    end_start = start + value.rindex("\n") + 1
+                    if ttype not in ignore:
+                        yield new(Tok, (ttype, value, start, line, start - line_start + 1,
+                                        end_line, end - end_start + 1, end))
+                    line, line_start = end_line, end_start
+                    continue
             if ttype not in ignore:
-                yield new(Tok, (ttype, value, start, line, start - line_start + 1,
-                                end_line, end - end_start + 1, end))
-            pos, line, line_start = end, end_line, end_start
+                yield new(Tok, (ttype, text[start:end], start, line, start - line_start + 1,
+                                line, end - line_start + 1, end))
+        if end != len(text):  # a character no terminal matches
+            raise _NoFastPath
 
     def _drive(self, tokens) -> Any:
-        """Shift and reduce as Lark's LALR parser does, calling the same callbacks; the input
-        ends with Lark's "$END" token."""
-        table, end_state = self.table, self.end_state
-        states = [self.start_state]
+        """Shift and reduce as Lark's LALR parser does (``ParserState.feed_token``), calling the
+        same callbacks; the input ends with Lark's "$END" token."""
+        table = self.table
+        state = self.start_state
+        states = [state]
         values: list = []
-        for token in chain(tokens, _END):
-            ttype = token.type
-            while True:
-                action = table[states[-1]].get(ttype)
-                if action is None:
+        for token in tokens:
+            ttype = token[0]  # its type
+            action = table[state].get(ttype)
+            while action.__class__ is not int:  # reduce
+                if action is None:  # the parser does not take this token here
                     raise _NoFastPath
-                if action.__class__ is int:  # shift
-                    states.append(action)
-                    values.append(token)
-                    break
-                size, origin, callback = action  # reduce
+                size, origin, callback = action
                 if callback is None:  # a unit rule: the value stays, the state moves
-                    states[-1] = table[states[-2]][origin]
+                    state = states[-1] = table[states[-2]][origin]
                 else:
-                    children = values[-size:] if size else []
                     if size:
+                        children = values[-size:]
                         del values[-size:]
                         del states[-size:]
+                    else:
+                        children = []
                     values.append(callback(children))
-                    states.append(table[states[-1]][origin])
-                if ttype == "$END" and states[-1] == end_state:
-                    return values[-1]
-        raise _NoFastPath
-
-
-_END = (Token("$END", "", 0, 1, 1, 1, 1, 0),)
+                    state = table[states[-1]][origin]
+                    states.append(state)
+                action = table[state].get(ttype)
+            states.append(action)  # shift
+            values.append(token)
+            state = action
+        end_state = self.end_state
+        while True:  # "$END": reduce until the start rule's value is made
+            action = table[states[-1]].get("$END")
+            if action.__class__ is not tuple:
+                raise _NoFastPath
+            size, origin, callback = action
+            if callback is None:
+                states[-1] = table[states[-2]][origin]
+            else:
+                children = values[-size:] if size else []
+                if size:
+                    del values[-size:]
+                    del states[-size:]
+                values.append(callback(children))
+                states.append(table[states[-1]][origin])
+            if states[-1] == end_state:
+                return values[-1]
 
 
 def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
@@ -164,6 +185,81 @@ def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
             raise ValueError(f"terminal {t.name} may start with a character that starts ignored spaces")
 
 
+def _first_class(regexp: str, flags: int) -> str | None:
+    """The body of a character class (``a-z\\d"``) holding every character a match of
+    ``regexp`` can start with, for a lookahead that rejects the alternative at once: None where
+    ``re`` rejects it by its first character already (it starts with a literal or a class),
+    where it can match the empty string, or where its first characters cannot be told (a
+    negated class, case-insensitive flags, anything unforeseen: no lookahead, nothing lost)."""
+    try:
+        from re import _constants as c, _parser as sre_parse
+    except ImportError:  # Python 3.10
+        import sre_constants as c
+        import sre_parse
+    if flags & re.IGNORECASE:
+        return None
+    parsed = list(sre_parse.parse(regexp, flags))
+    while parsed and parsed[0][0] is c.SUBPATTERN and len(parsed) == 1:  # (?:...) around it all
+        parsed = list(parsed[0][1][-1])
+    if parsed and parsed[0][0] in (c.LITERAL, c.IN):
+        return None
+    pieces, nullable = _first_pieces(parsed, c)
+    if pieces is None or nullable or not pieces:
+        return None
+    return "".join(sorted(set(pieces)))
+
+
+# The character categories a class may name, as a class writes them.
+_CATEGORIES = {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
+               "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}
+
+
+def _first_pieces(items, c):
+    """(class pieces a match of the parsed sequence ``items`` can start with, or None where not
+    known; whether it can match the empty string). Recursive on the pattern's nesting: the
+    grammar's own terminals, a few levels deep."""
+    pieces: list = []
+    for op, av in items:
+        if op is c.LITERAL:
+            return pieces + [re.escape(chr(av))], False
+        if op is c.IN:
+            for kind, value in av:
+                if kind is c.LITERAL:
+                    pieces.append(re.escape(chr(value)))
+                elif kind is c.RANGE:
+                    pieces.append(f"{re.escape(chr(value[0]))}-{re.escape(chr(value[1]))}")
+                elif kind is c.CATEGORY and str(value) in _CATEGORIES:
+                    pieces.append(_CATEGORIES[str(value)])
+                else:  # a negated class, or anything else
+                    return None, False
+            return pieces, False
+        if op is c.SUBPATTERN:
+            if av[1] & re.IGNORECASE:
+                return None, False
+            sub, nullable = _first_pieces(av[-1], c)
+        elif op is c.BRANCH:
+            sub, nullable = [], False
+            for alternative in av[1]:
+                more, empty = _first_pieces(alternative, c)
+                if more is None:
+                    return None, False
+                sub += more
+                nullable = nullable or empty
+        elif op is c.MAX_REPEAT or op is c.MIN_REPEAT:
+            sub, nullable = _first_pieces(av[2], c)
+            nullable = nullable or av[0] == 0
+        elif op is c.AT:  # an anchor: it matches no character
+            continue
+        else:
+            return None, False
+        if sub is None:
+            return None, False
+        pieces += sub
+        if not nullable:
+            return pieces, False
+    return pieces, True
+
+
 def tables_from_lark(lark) -> dict:
     """Everything the fast path needs from a loaded Lark parser, as plain data (str, int, bool,
     None, lists, tuples, dicts: what ``marshal`` and JSON write), so that it can be cached on
@@ -184,8 +280,23 @@ def tables_from_lark(lark) -> dict:
     tokens = [t for t in scanner.terminals if t not in spaces]
     _check_spaces_start_nothing(spaces, tokens, conf.g_regex_flags)
     skip = "|".join(t.pattern.to_regexp() for t in spaces)
-    pattern = str(f"(?:{skip})*(?:" + "|".join(
-        f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in tokens) + ")")
+    # Group 1 (empty) marks where the token starts, after the spaces; each terminal's name is an
+    # empty group after its pattern (the last group a match closes: its ``lastgroup``), so that
+    # each alternative starts with its pattern's first character or class, which ``re`` checks
+    # before it tries the alternative (a group first would make it try them all, one by one).
+    # An alternative that starts otherwise (an optional part, a nested choice) gets a lookahead
+    # for the characters it can start with, where they can be told (:func:`_first_class`).
+    alternatives = []
+    for t in tokens:
+        regexp = t.pattern.to_regexp()
+        first = _first_class(regexp, conf.g_regex_flags)
+        guard = f"(?=[{first}])" if first is not None else ""
+        alternatives.append(f"{guard}(?:{regexp})(?P<{t.name}>)")
+    # The spaces are matched possessively where re can (Python 3.11): never given back, which
+    # changes nothing (no terminal starts with a space, checked above) and spares re the
+    # bookkeeping of a repetition it could backtrack into.
+    possessive = "+" if sys.version_info >= (3, 11) else ""
+    pattern = str(f"(?:{skip})*{possessive}()(?:" + "|".join(alternatives) + ")")
     # Keywords that NAME's pattern also matches come out as NAME, as from the contextual lexer
     # in a state where a name may stand: the postlexer turns them into keywords; it must
     # know them all.
@@ -252,6 +363,15 @@ def _reduction(rule, builder):
         built = expanded
     else:
         built = call
+    if (keep is not None and method is None and origin.startswith("_") and not expand1
+            and keep[1] == 0 and [tuple(x) for x in keep[0]] == [(0, True, 0)] + [(i, False, 0) for i in range(1, size)]):
+        # a repetition's next step (``__arith_star: __arith_star OP primary``): the list so far
+        # grows by the step's children (in place, as Lark's child filter grows it)
+        def grow(children):
+            grown = children[0]
+            grown += children[1:]
+            return grown
+        return (size, origin, grow)
     if keep is not None:
         include, append_none = keep
         include = tuple(tuple(x) for x in include)

@@ -426,6 +426,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
             buffers[node] = g
         else:
             buffers[node] = buffers[node] + g
+        if not fresh:
             repeated = True
         if fresh and not deps.get(node, 0) and (needed is None or node in needed):
             ready.append(node)
@@ -435,17 +436,13 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
 
     backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
     plain = target_set is None and not create_graph and not ANOMALY.enabled and not _HOOKED_ANY
-    stack = []
+    # The plain walk pops the ready roots off the end of a sorted list: the heap's order when their
+    # sequence numbers differ (at most one AccumulateGrad), without a push and a pop per root.
+    stack = sorted(ready, key=_SEQ) if plain and not crowded else []
+    if len(stack) > 1 and stack[-2]._seq == _ACC_SEQ:  # two leaves among the roots: a tie
+        stack = []
     heap = []
-    if plain and not crowded:
-        stack = sorted(ready, key=_SEQ)
-        if len(stack) > 1 and stack[-2]._seq == _ACC_SEQ:  # two leaves among the roots: a tie
-            stack = []
-    if stack:
-        # Distinct sequence numbers (at most one AccumulateGrad): popping the sorted list from its
-        # end gives the heap's order, without a push and a pop per root.
-        pass
-    else:
+    if not stack:
         for node in ready:
             heappush(heap, (-node._seq, node))
     prev_mode = _GRAD.enabled

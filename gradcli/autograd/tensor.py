@@ -25,6 +25,7 @@ _NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
 _NUMPY_SCALARS = frozenset(type(NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64", "int32",
                                                                      "int64", "bool"))
 _as_array = NUMPY.xp.asarray
+_object_new = object.__new__
 _SIZES: dict = {}  # shape tuple -> its torch.Size (Tensor.shape)
 
 
@@ -120,10 +121,11 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
-    @classmethod
-    def _make(cls, data, backend: Backend, grad_fn=None) -> "Tensor":
-        """Fast constructor for op results (no validation)."""
-        t = object.__new__(cls)
+    @staticmethod
+    def _make(data, backend: Backend, grad_fn=None) -> "Tensor":
+        """Fast constructor for op results (no validation; a plain function, not a classmethod:
+        nothing subclasses Tensor, and a call then binds nothing)."""
+        t = _object_new(Tensor)
         if data.__class__ is not _ndarray_type:
             if data.__class__ in _NUMPY_SCALARS:  # a full reduction's result: backend.fix, inlined
                 data = _as_array(data)  # 0-d: never big enough for _track to count

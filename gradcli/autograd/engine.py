@@ -471,7 +471,7 @@ _ACC_SEQ = 1 << 62  # AccumulateGrad's sequence number (node.AccumulateGrad)
 def _tensor_hooks(node, g, create_graph: bool):
     """The hooks and retain_grad of the tensor(s) whose gradient ``g`` is, before ``node`` runs."""
     if node.multi_output:
-        return _slot_hooks(node, g, create_graph)
+        return g if node._pre_hooks is None and node._retain is None else _slot_hooks(node, g, create_graph)
     if node._pre_hooks:
         g = _run_hooks(node._pre_hooks, g, create_graph)
     if node._retain is not None:

@@ -324,17 +324,12 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
 
 # -- the walk -------------------------------------------------------------------------------
 
-def _dependencies(roots):
-    """Edge counts into every node reachable from the roots, and whether some node has three or
-    more AccumulateGrad children (what makes the ready queue's ties between leaves depend on its
-    layout: see ``_execute``)."""
-    deps = {}
-    stack = []
-    for root in roots:
-        node = root[0]
-        if node not in deps:
-            deps[node] = 0
-            stack.append(node)
+def _dependencies(nodes):
+    """Edge counts into every node reachable from ``nodes`` (the roots' nodes, each once), and
+    whether some node has three or more AccumulateGrad children (what makes the ready queue's
+    ties between leaves depend on its layout: see ``_execute``)."""
+    deps = dict.fromkeys(nodes, 0)
+    stack = list(nodes)
     get = deps.get
     push = stack.append
     pop = stack.pop
@@ -402,7 +397,21 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
     freed by reference counting), so collections here would traverse the whole
     graph for nothing. It is re-enabled (if it was) when the walk ends, however it ends.
     """
-    deps, crowded = _dependencies(roots)
+    buffers = {}
+    firsts = []  # the roots' nodes, each once, in the order they first appear
+    repeated = False
+    bget = buffers.get
+    for node, g, nr in roots:
+        prev = bget(node)
+        if prev is None:
+            firsts.append(node)
+        else:
+            repeated = True
+        if node.multi_output:
+            _add_slot(buffers, node, nr, g)
+        else:
+            buffers[node] = g if prev is None else prev + g
+    deps, crowded = _dependencies(firsts)
     needed = None
     target_set = None
     if targets is not None:
@@ -415,21 +424,9 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if child is not None and child in deps:
                     deps[child] += 1
 
-    buffers = {}
-    ready = []  # nodes no edge leads into
-    repeated = False
-    for node, g, nr in roots:
-        fresh = node not in buffers
-        if node.multi_output:
-            _add_slot(buffers, node, nr, g)
-        elif fresh:
-            buffers[node] = g
-        else:
-            buffers[node] = buffers[node] + g
-        if not fresh:
-            repeated = True
-        if fresh and not deps.get(node, 0) and (needed is None or node in needed):
-            ready.append(node)
+    # the roots no edge leads into
+    ready = [n for n in firsts if not deps[n]] if needed is None else \
+        [n for n in firsts if n in needed and not deps[n]]
     if repeated:  # torch's GraphRoot makes a root ready at its last edge: that order, for ties
         last = {root[0]: i for i, root in enumerate(roots)}
         ready.sort(key=last.__getitem__)

@@ -153,3 +153,24 @@ def test_fan_out_of_every_op_matches_torch():
             assert (ours is None) == (theirs is None), (case.label, name)
             if ours is not None:
                 np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6, err_msg=f"{case.label}: {name}")
+
+
+@pytest.mark.parametrize("target", ["a", "c"])
+def test_a_grad_fn_hook_registered_by_a_tensor_hook_during_backward_runs(target):
+    """A tensor hook (user code, in the middle of a plain backward) registers a hook on a grad_fn
+    not yet run (a), or on the one whose output it is hooked on (c): torch runs it."""
+    seen = {}
+    for lib in (gc, torch):
+        log = seen[lib] = []
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        a = x * 2
+        c = a.exp() * 3
+        node = a.grad_fn if target == "a" else c.grad_fn
+
+        def hook(g, node=node, log=log):
+            node.register_prehook(lambda gs: log.append("prehook"))
+            log.append("tensor hook")
+        c.register_hook(hook)
+        c.sum().backward()
+        log.append(x.grad.tolist())
+    assert seen[gc] == seen[torch]

@@ -450,8 +450,7 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
         _gc.disable()
     try:
         if plain:
-            _walk_plain(stack, heap, buffers, deps, retain_graph, accumulate)
-            return {}
+            return _walk_plain(stack, heap, buffers, deps, retain_graph, accumulate) or {}
         return _walk_general(heap, buffers, deps, retain_graph, create_graph, target_set, needed, accumulate,
                              backend)
     finally:
@@ -476,9 +475,10 @@ def _tensor_hooks(node, g, create_graph: bool):
     return g
 
 
-def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool) -> None:
+def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool):
     """The walk of an ordinary ``backward()``, in the same order as ``_walk_general`` but with
-    none of its per-node checks for targets, create_graph, anomaly mode or grad_fn hooks.
+    none of its per-node checks for targets, create_graph, anomaly mode or hooks: at the first node
+    with a tensor hook (or a leaf's, or a post-accumulate hook) the general walk takes over.
 
     ``stack``: the nodes ready at the start, by sequence number, the next one last (a fan-out of
     many outputs: each pops off the end); ``heap``: the nodes made ready on the way. A node runs
@@ -499,24 +499,26 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
     while node is not None:
         if deadline.expired:  # --timeout: a swallowed alarm is raised again here
             _poll()
-        g = pop(node, None)
         k = node._k
+        if node._pre_hooks or (node._retain is not None and node.multi_output) or not k and (
+                node.__class__ is AccumulateGrad and (_POST_ACCUMULATE or node.variable is not None and
+                                                      node.variable._hooks)):
+            # A hook (user code) runs here; one may register a grad_fn hook, which the general
+            # walk honours from then on: it takes over, with this node and everything ready.
+            for ready in stack:
+                heappush(heap, (-ready._seq, ready))
+            return _walk_general(heap, buffers, deps, retain_graph, False, None, None, accumulate, None, node)
+        g = pop(node, None)
         if g is None:
             grads = None
         elif not k:
             grads = None
-            if node.__class__ is AccumulateGrad:
-                leaf = node.variable
-                if leaf is not None and leaf._hooks:
-                    g = _run_hooks(leaf._hooks, g, False)
-                if accumulate:
-                    _accumulate(leaf, g, False)
-                    if _POST_ACCUMULATE:
-                        run_post_accumulate(leaf)
+            if node.__class__ is AccumulateGrad and accumulate:
+                _accumulate(node.variable, g, False)
             g = None
         else:
-            if node._pre_hooks is not None or node._retain is not None or node.multi_output:
-                g = _tensor_hooks(node, g, False)
+            if node._retain is not None:  # retain_grad (no user code)
+                _retain(node._retain, g, False)
             if F is None or several:
                 F = math_for(False, _array_backend(_first_grad(g)))
             grads = node.apply(g, F, False)
@@ -601,10 +603,10 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
 
 
 def _walk_general(ready, buffers, deps, retain_graph: bool, create_graph: bool, target_set, needed,
-                  accumulate: bool, backend):
+                  accumulate: bool, backend, node=None):
     """Every other walk: ``autograd.grad`` and ``inputs=`` (targets), create_graph, anomaly mode,
-    hooks on grad_fn objects. ``ready``: a heap of the nodes ready at the start. Returns the
-    gradients captured for the targets."""
+    hooks (and what remains of a plain walk once one is met: ``node`` goes first). ``ready``: a
+    heap of the nodes ready at the start. Returns the gradients captured for the targets."""
     captured = {}
     math_for = _FORMULA_MATH[0]
     F = None
@@ -613,7 +615,8 @@ def _walk_general(ready, buffers, deps, retain_graph: bool, create_graph: bool, 
     in_place = not create_graph
     pop = buffers.pop
     bget = buffers.get
-    node = heappop(ready)[1] if ready else None
+    if node is None:
+        node = heappop(ready)[1] if ready else None
     nxt = None
     while node is not None:
         if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here

@@ -287,11 +287,13 @@ def _roots(tensors, grad_tensors, create_graph):
         info = t._view  # t.output_nr, inlined
         nr = 0 if info is None else getattr(info, "output_nr", 0)
         g = None if grad_tensors is None else grad_tensors[i]
-        if g.__class__ is Tensor and not create_graph:  # the usual seed (``backward(outs, ones)``), inlined
+        if g is seed and not create_graph:  # the seed of the previous output again (``[ones] * n``)
             data = t._data
-            if g is seed and data.dtype is seed_dtype and data.shape == seed_shape and t._backend is seed_backend:
+            if data.dtype is seed_dtype and data.shape == seed_shape and t._backend is seed_backend:
                 push((node, seed_data, nr))
                 continue
+        if g.__class__ is Tensor and not create_graph:  # the usual seed (``backward(outs, ones)``), inlined
+            data = t._data
             gd = g._data
             if gd.shape == data.shape and g._backend is t._backend and gd.dtype == data.dtype:
                 seed, seed_data, seed_shape, seed_dtype, seed_backend = g, gd, gd.shape, data.dtype, t._backend

@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc as _gc
 import sys as _sys
 from heapq import heappop, heappush
+from operator import attrgetter
 
 from ..backend import NUMPY, SEVERAL as _SEVERAL, backend_of_array as _backend_of_array
 from ..errors import ArgumentValueError, AutogradError, GradTypeError, RuntimeTypeError, ShapeError
@@ -266,6 +267,9 @@ def _first_grad(g):
 
 
 def _roots(tensors, grad_tensors, create_graph):
+    """``(node, gradient, output_nr)`` per output. A seed given as a tensor of the output's shape,
+    dtype and device (``backward(outs, ones)``) is used as it is, and one seed object repeated for
+    many outputs (``[ones] * n``) is checked once per shape and dtype."""
     if grad_tensors is not None and not isinstance(grad_tensors, (list, tuple)):
         grad_tensors = [grad_tensors]
     if grad_tensors is not None and len(grad_tensors) != len(tensors):
@@ -273,18 +277,26 @@ def _roots(tensors, grad_tensors, create_graph):
                             f"{len(tensors)} tensors")
     roots = []
     push = roots.append
+    seed = seed_data = seed_shape = seed_dtype = seed_backend = None  # the last seed used as it is
     for i, t in enumerate(tensors):
         if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"element {i} of tensors is not a Tensor")
-        node = _input_node(t) if t._requires_grad else None
+        node = (t.grad_fn or t._accumulator()) if t._requires_grad else None
         if node is None:  # a view made under no_grad requires grad but has no gradient edge
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        info = t._view  # t.output_nr, inlined
+        nr = 0 if info is None else getattr(info, "output_nr", 0)
         g = None if grad_tensors is None else grad_tensors[i]
-        nr = t.output_nr
+        if g is seed and not create_graph:  # the seed of the previous output again (``[ones] * n``)
+            data = t._data
+            if data.dtype is seed_dtype and data.shape == seed_shape and t._backend is seed_backend:
+                push((node, seed_data, nr))
+                continue
         if g.__class__ is Tensor and not create_graph:  # the usual seed (``backward(outs, ones)``), inlined
             data = t._data
             gd = g._data
             if gd.shape == data.shape and g._backend is t._backend and gd.dtype == data.dtype:
+                seed, seed_data, seed_shape, seed_dtype, seed_backend = g, gd, gd.shape, data.dtype, t._backend
                 push((node, gd, nr))
                 continue
         push((node, _root_grad(t, g, i, create_graph), nr))
@@ -314,18 +326,21 @@ def _root_grad(t: Tensor, g, i: int, create_graph: bool):
 
 # -- the walk -------------------------------------------------------------------------------
 
-def _dependencies(roots):
-    """Edge counts into every node reachable from the roots."""
-    deps = {}
-    stack = []
-    for node, *_ in roots:
-        if node not in deps:
-            deps[node] = 0
-            stack.append(node)
+def _dependencies(nodes):
+    """Edge counts into every node reachable from ``nodes`` (the roots' nodes, each once), and
+    whether some node has three or more AccumulateGrad children (what makes the ready queue's
+    ties between leaves depend on its layout: see ``_execute``)."""
+    deps = dict.fromkeys(nodes, 0)
+    stack = list(nodes)
     get = deps.get
     push = stack.append
+    pop = stack.pop
+    crowded = False
     while stack:
-        for child in stack.pop()._children():
+        node = pop()
+        k = node._k
+        if k == 1:  # one input (unary ops, views, reductions): inlined
+            child = node._n0
             if child is not None:
                 count = get(child)
                 if count is None:
@@ -333,7 +348,21 @@ def _dependencies(roots):
                     push(child)
                 else:
                     deps[child] = count + 1
-    return deps
+            continue
+        if not k:
+            continue
+        children = (node._n0, node._n1) if k == 2 else node._children()
+        if k > 2 and sum(child.__class__ is AccumulateGrad for child in children) > 2:
+            crowded = True
+        for child in children:
+            if child is not None:
+                count = get(child)
+                if count is None:
+                    deps[child] = 1
+                    push(child)
+                else:
+                    deps[child] = count + 1
+    return deps, crowded
 
 
 def _needed(targets, deps):
@@ -355,22 +384,38 @@ def _needed(targets, deps):
 
 
 def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate: bool):
-    """Run the graph's backward from ``roots`` (``(node, gradient)`` pairs).
+    """Run the graph's backward from ``roots`` (``(node, gradient, output_nr)`` triples).
 
     Ready nodes run in torch's order: highest sequence number first, AccumulateGrad
     before anything else (ties between them resolved by the same binary-heap
     algorithm as torch's ``std::priority_queue``). A node that is the only one
     ready goes next without passing through the heap (a chain never touches it).
 
+    An ordinary ``backward()`` (no ``inputs``, no create_graph, no anomaly mode, no hooks on
+    grad_fn objects) takes ``_walk_plain``; everything else ``_walk_general``.
+
     The cyclic GC is paused for the walk: backward allocates many short-lived
     objects but creates no cyclic garbage of its own (the graph is acyclic and
     freed by reference counting), so collections here would traverse the whole
     graph for nothing. It is re-enabled (if it was) when the walk ends, however it ends.
     """
-    deps = _dependencies(roots)
+    buffers = {}
+    firsts = []  # the roots' nodes, each once, in the order they first appear
+    repeated = False
+    bget = buffers.get
+    for node, g, nr in roots:
+        prev = bget(node)
+        if prev is None:
+            firsts.append(node)
+        else:
+            repeated = True
+        if node.multi_output:
+            _add_slot(buffers, node, nr, g)
+        else:
+            buffers[node] = g if prev is None else prev + g
+    deps, crowded = _dependencies(firsts)
     needed = None
     target_set = None
-    captured = {}
     if targets is not None:
         target_set = set(targets)
         needed = _needed(target_set, deps)
@@ -381,29 +426,24 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
                 if child is not None and child in deps:
                     deps[child] += 1
 
-    buffers = {}
-    for node, g, nr in roots:
-        if node.multi_output:
-            _add_slot(buffers, node, nr, g)
-        elif node in buffers:
-            buffers[node] = buffers[node] + g
-        else:
-            buffers[node] = g
-    ready = []
-    seen = set()
-    for node, *_ in roots:
-        if node not in seen and deps.get(node, 0) == 0 and (needed is None or node in needed):
-            heappush(ready, (-node._seq, node))
-        seen.add(node)
+    # the roots no edge leads into
+    ready = [n for n in firsts if not deps[n]] if needed is None else \
+        [n for n in firsts if n in needed and not deps[n]]
+    if repeated:  # torch's GraphRoot makes a root ready at its last edge: that order, for ties
+        last = {root[0]: i for i, root in enumerate(roots)}
+        ready.sort(key=last.__getitem__)
 
     backend = roots[0][0].variable._backend if isinstance(roots[0][0], AccumulateGrad) else None
-    math_for = _FORMULA_MATH[0]
-    F = None
-    several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
-    anomaly = ANOMALY.enabled
-    in_place = not create_graph
-    pop = buffers.pop
-    bget = buffers.get
+    plain = target_set is None and not create_graph and not ANOMALY.enabled and not _HOOKED_ANY
+    # The plain walk pops the ready roots off the end of a sorted list: the heap's order when their
+    # sequence numbers differ (at most one AccumulateGrad), without a push and a pop per root.
+    stack = sorted(ready, key=_SEQ) if plain and not crowded else []
+    if len(stack) > 1 and stack[-2]._seq == _ACC_SEQ:  # two leaves among the roots: a tie
+        stack = []
+    heap = []
+    if not stack:
+        for node in ready:
+            heappush(heap, (-node._seq, node))
     prev_mode = _GRAD.enabled
     _GRAD.enabled = create_graph
     _GRAD.formula = False  # True only around a formula under create_graph
@@ -411,101 +451,258 @@ def _execute(roots, retain_graph: bool, create_graph: bool, targets, accumulate:
     if gc_was_enabled:
         _gc.disable()
     try:
-        node = heappop(ready)[1] if ready else None
-        nxt = None
-        while node is not None:
-            if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here
-                _poll()
-            g = pop(node, None)
-            if g is not None and node.multi_output:
-                g = _slot_hooks(node, g, create_graph)
-            elif g is not None:
-                if node._pre_hooks:
-                    g = _run_hooks(node._pre_hooks, g, create_graph)
-                if node._retain is not None:
-                    _retain(node._retain, g, create_graph)
-            k = node._k
-            hooked = _HOOKED_ANY and node in _NODE_HOOKS  # grad_fn.register_hook/register_prehook
-            if hooked and k and g is not None:
-                g = run_prehooks(node, g, _array_backend(_first_grad(g)), create_graph)
-            if not k:
-                if node.__class__ is AccumulateGrad and g is not None:
-                    leaf = node.variable
-                    if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
-                        g = _run_hooks(leaf._hooks, g, create_graph)
-                    if hooked:
-                        g = run_prehooks(node, g, _array_backend(g), create_graph)
-                    if target_set is not None and node in target_set:
-                        captured[node] = g
-                    if accumulate:
-                        _accumulate(leaf, g, create_graph)
-                        if _POST_ACCUMULATE:
-                            run_post_accumulate(leaf)
-                    if hooked:
-                        run_posthooks(node, (), g, _array_backend(g), create_graph)
-            else:
-                if target_set is not None and g is not None and node in target_set:
-                    captured[node] = g
-                if g is None:
-                    grads = None
-                else:
-                    if F is None or several:
-                        F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
-                    if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
-                        _GRAD.formula = True
-                    grads = node.apply(g, F, create_graph) if not anomaly else \
-                        _apply_anomalous(node, g, F, create_graph)
-                    if create_graph:
-                        _GRAD.formula = False
-                    if hooked:
-                        grads = run_posthooks(node, grads, g, _array_backend(_first_grad(g)), create_graph)
-                    g = None
-                    if not retain_graph and node._live:  # free saved values (Node._release, inlined)
-                        node._live = False
-                        node._s0 = node._s1 = node._sx = node._sr = None
-                for i in range(k):
-                    child = node._n0 if i == 0 else node._n1 if i == 1 else node._nx[i - 2]
-                    if child is None or (needed is not None and child not in needed):
-                        continue
-                    if grads is not None:
-                        cg = grads[i]
-                        if cg is not None and child.multi_output:  # into the slot the edge names
-                            nrs = _EDGE_NRS.get(node)
-                            _add_slot(buffers, child, 0 if nrs is None else nrs[i], cg)
-                            cg = None
-                        if cg is not None:
-                            prev = bget(child)
-                            if prev is None:
-                                buffers[child] = cg
-                            elif in_place and prev.__class__ is _ndarray and _getrefcount(prev) == _OWNED \
-                                    and prev.base is None and prev.shape == cg.shape and prev.dtype == cg.dtype:
-                                prev += cg  # only this walk holds ``prev``: add in place
-                            else:
-                                buffers[child] = prev + cg
-                            prev = cg = None
-                    count = deps[child] - 1
-                    deps[child] = count
-                    if not count:
-                        if nxt is None and not ready:
-                            nxt = child
-                        else:
-                            if nxt is not None:
-                                heappush(ready, (-nxt._seq, nxt))
-                                nxt = None
-                            heappush(ready, (-child._seq, child))
-                grads = None
-            if nxt is not None:
-                node = nxt
-                nxt = None
-            elif ready:
-                node = heappop(ready)[1]
-            else:
-                node = None
+        if plain:
+            return _walk_plain(stack, heap, buffers, deps, retain_graph, accumulate) or {}
+        return _walk_general(heap, buffers, deps, retain_graph, create_graph, target_set, needed, accumulate,
+                             backend)
     finally:
         _GRAD.enabled = prev_mode
         _GRAD.formula = False
         if gc_was_enabled:
             _gc.enable()
+
+
+_SEQ = attrgetter("_seq")
+_ACC_SEQ = 1 << 62  # AccumulateGrad's sequence number (node.AccumulateGrad)
+
+
+def _tensor_hooks(node, g, create_graph: bool):
+    """The hooks and retain_grad of the tensor(s) whose gradient ``g`` is, before ``node`` runs."""
+    if node.multi_output:
+        return g if node._pre_hooks is None and node._retain is None else _slot_hooks(node, g, create_graph)
+    if node._pre_hooks:
+        g = _run_hooks(node._pre_hooks, g, create_graph)
+    if node._retain is not None:
+        _retain(node._retain, g, create_graph)
+    return g
+
+
+def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool):
+    """The walk of an ordinary ``backward()``, in the same order as ``_walk_general`` but with
+    none of its per-node checks for targets, create_graph, anomaly mode or hooks: at the first node
+    with a tensor hook (or a leaf's, or a post-accumulate hook) the general walk takes over.
+
+    ``stack``: the nodes ready at the start, by sequence number, the next one last (a fan-out of
+    many outputs: each pops off the end); ``heap``: the nodes made ready on the way. A node runs
+    next when it beats both tops (``nxt``: a chain never touches either). Their sequence numbers
+    differ (at most one AccumulateGrad starts in ``stack``, and it runs first), so the merged order
+    is the one priority queue's; between AccumulateGrads made ready by one node (at most two here)
+    the heap gives the same order whatever else it holds.
+    """
+    several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
+    math_for = _FORMULA_MATH[0]
+    F = None
+    pop = buffers.pop
+    bget = buffers.get
+    spop = stack.pop
+    deadline = _DEADLINE
+    nxt = None
+    node = spop() if stack else heappop(heap)[1] if heap else None
+    while node is not None:
+        if deadline.expired:  # --timeout: a swallowed alarm is raised again here
+            _poll()
+        k = node._k
+        if node._pre_hooks or (node._retain is not None and node.multi_output) or not k and (
+                node.__class__ is AccumulateGrad and (_POST_ACCUMULATE or node.variable is not None and
+                                                      node.variable._hooks)):
+            # A hook (user code) runs here; one may register a grad_fn hook, which the general
+            # walk honours from then on: it takes over, with this node and everything ready.
+            for ready in stack:
+                heappush(heap, (-ready._seq, ready))
+            return _walk_general(heap, buffers, deps, retain_graph, False, None, None, accumulate, None, node)
+        g = pop(node, None)
+        if g is None:
+            grads = None
+        elif not k:
+            grads = None
+            if node.__class__ is AccumulateGrad and accumulate:
+                _accumulate(node.variable, g, False)
+            g = None
+        else:
+            if node._retain is not None:  # retain_grad (no user code)
+                _retain(node._retain, g, False)
+            if F is None or several:
+                F = math_for(False, _array_backend(_first_grad(g)))
+            grads = node.apply(g, F, False)
+            g = None
+            if not retain_graph and node._live:  # free saved values (Node._release, inlined)
+                node._live = False
+                node._s0 = node._s1 = node._sx = node._sr = None
+        if k == 1:  # one input: the loop below, unrolled
+            child = node._n0
+            if child is not None:
+                if grads is not None:
+                    cg = grads[0]
+                    grads = None
+                    if cg is not None:
+                        if child.multi_output:  # into the slot the edge names
+                            nrs = _EDGE_NRS.get(node)
+                            _add_slot(buffers, child, 0 if nrs is None else nrs[0], cg)
+                        else:
+                            prev = bget(child)
+                            if prev is None:
+                                buffers[child] = cg
+                            elif prev.__class__ is _ndarray and _getrefcount(prev) == _OWNED \
+                                    and prev.base is None and prev.shape == cg.shape and prev.dtype == cg.dtype:
+                                prev += cg  # only this walk holds ``prev``: add in place
+                            else:
+                                buffers[child] = prev + cg
+                            prev = None
+                        cg = None
+                count = deps[child] - 1
+                deps[child] = count
+                if not count:
+                    if nxt is None and not heap and (not stack or child._seq > stack[-1]._seq):
+                        nxt = child
+                    else:
+                        if nxt is not None:
+                            heappush(heap, (-nxt._seq, nxt))
+                            nxt = None
+                        heappush(heap, (-child._seq, child))
+        elif k:
+            children = (node._n0, node._n1) if k == 2 else node._children()
+            for i in range(k):
+                child = children[i]
+                if child is None:
+                    continue
+                if grads is not None:
+                    cg = grads[i]
+                    if cg is not None:
+                        if child.multi_output:
+                            nrs = _EDGE_NRS.get(node)
+                            _add_slot(buffers, child, 0 if nrs is None else nrs[i], cg)
+                        else:
+                            prev = bget(child)
+                            if prev is None:
+                                buffers[child] = cg
+                            elif prev.__class__ is _ndarray and _getrefcount(prev) == _OWNED \
+                                    and prev.base is None and prev.shape == cg.shape and prev.dtype == cg.dtype:
+                                prev += cg
+                            else:
+                                buffers[child] = prev + cg
+                            prev = None
+                        cg = None
+                count = deps[child] - 1
+                deps[child] = count
+                if not count:
+                    if nxt is None and not heap and (not stack or child._seq > stack[-1]._seq):
+                        nxt = child
+                    else:
+                        if nxt is not None:
+                            heappush(heap, (-nxt._seq, nxt))
+                            nxt = None
+                        heappush(heap, (-child._seq, child))
+            grads = children = None
+        if nxt is not None:
+            node = nxt
+            nxt = None
+        elif heap:
+            node = spop() if stack and stack[-1]._seq > -heap[0][0] else heappop(heap)[1]
+        elif stack:
+            node = spop()
+        else:
+            node = None
+
+
+def _walk_general(ready, buffers, deps, retain_graph: bool, create_graph: bool, target_set, needed,
+                  accumulate: bool, backend, node=None):
+    """Every other walk: ``autograd.grad`` and ``inputs=`` (targets), create_graph, anomaly mode,
+    hooks (and what remains of a plain walk once one is met: ``node`` goes first). ``ready``: a
+    heap of the nodes ready at the start. Returns the gradients captured for the targets."""
+    captured = {}
+    math_for = _FORMULA_MATH[0]
+    F = None
+    several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
+    anomaly = ANOMALY.enabled
+    in_place = not create_graph
+    pop = buffers.pop
+    bget = buffers.get
+    if node is None:
+        node = heappop(ready)[1] if ready else None
+    nxt = None
+    while node is not None:
+        if _DEADLINE.expired:  # --timeout: a swallowed alarm is raised again here
+            _poll()
+        g = pop(node, None)
+        if g is not None and (node.multi_output or node._pre_hooks or node._retain is not None):
+            g = _tensor_hooks(node, g, create_graph)
+        k = node._k
+        hooked = _HOOKED_ANY and node in _NODE_HOOKS  # grad_fn.register_hook/register_prehook
+        if hooked and k and g is not None:
+            g = run_prehooks(node, g, _array_backend(_first_grad(g)), create_graph)
+        if not k:
+            if node.__class__ is AccumulateGrad and g is not None:
+                leaf = node.variable
+                if leaf is not None and leaf._hooks:  # a leaf's hooks run before capture too
+                    g = _run_hooks(leaf._hooks, g, create_graph)
+                if hooked:
+                    g = run_prehooks(node, g, _array_backend(g), create_graph)
+                if target_set is not None and node in target_set:
+                    captured[node] = g
+                if accumulate:
+                    _accumulate(leaf, g, create_graph)
+                    if _POST_ACCUMULATE:
+                        run_post_accumulate(leaf)
+                if hooked:
+                    run_posthooks(node, (), g, _array_backend(g), create_graph)
+        else:
+            if target_set is not None and g is not None and node in target_set:
+                captured[node] = g
+            if g is None:
+                grads = None
+            else:
+                if F is None or several:
+                    F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
+                if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
+                    _GRAD.formula = True
+                grads = node.apply(g, F, create_graph) if not anomaly else \
+                    _apply_anomalous(node, g, F, create_graph)
+                if create_graph:
+                    _GRAD.formula = False
+                if hooked:
+                    grads = run_posthooks(node, grads, g, _array_backend(_first_grad(g)), create_graph)
+                g = None
+                if not retain_graph and node._live:  # free saved values (Node._release, inlined)
+                    node._live = False
+                    node._s0 = node._s1 = node._sx = node._sr = None
+            for i in range(k):
+                child = node._n0 if i == 0 else node._n1 if i == 1 else node._nx[i - 2]
+                if child is None or (needed is not None and child not in needed):
+                    continue
+                if grads is not None:
+                    cg = grads[i]
+                    if cg is not None and child.multi_output:  # into the slot the edge names
+                        nrs = _EDGE_NRS.get(node)
+                        _add_slot(buffers, child, 0 if nrs is None else nrs[i], cg)
+                        cg = None
+                    if cg is not None:
+                        prev = bget(child)
+                        if prev is None:
+                            buffers[child] = cg
+                        elif in_place and prev.__class__ is _ndarray and _getrefcount(prev) == _OWNED \
+                                and prev.base is None and prev.shape == cg.shape and prev.dtype == cg.dtype:
+                            prev += cg  # only this walk holds ``prev``: add in place
+                        else:
+                            buffers[child] = prev + cg
+                        prev = cg = None
+                count = deps[child] - 1
+                deps[child] = count
+                if not count:
+                    if nxt is None and not ready:
+                        nxt = child
+                    else:
+                        if nxt is not None:
+                            heappush(ready, (-nxt._seq, nxt))
+                            nxt = None
+                        heappush(ready, (-child._seq, child))
+            grads = None
+        if nxt is not None:
+            node = nxt
+            nxt = None
+        elif ready:
+            node = heappop(ready)[1]
+        else:
+            node = None
     return captured
 
 

@@ -53,29 +53,59 @@ def apply2(cls, a, b, da, db, attrs=()):
     return record2(cls, a, b, da, db, cls.forward(backend.xp, da, db, *attrs), attrs)
 
 
+def _result(data, backend, node):
+    """``Tensor._make(data, backend, node)`` for a recorded op's result: a plain function with an
+    ndarray's path first, cheaper than the classmethod (grad mode is on: never an inference tensor)."""
+    if data.__class__ is not _ndarray:  # a NumPy scalar (a full reduction), another backend's array
+        return _make(data, backend, node)
+    if data.nbytes >= _TRACK_BYTES:  # counted against --max-memory
+        _track(data)
+    t = _new(Tensor)
+    t._data = data
+    t._backend = backend
+    t._requires_grad = True
+    t.grad_fn = node
+    t._grad = None
+    t._vc = None
+    t._acc = None
+    t._hooks = None
+    t._retains_grad = False
+    t._view = None
+    return t
+
+
 def record2(cls, a, b, da, db, data, attrs=()):
     """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow."""
     backend = a._backend
     if a._requires_grad:
-        c0 = a.grad_fn or a._accumulator()
-        if b._requires_grad:
-            c1 = b.grad_fn or b._accumulator()
-            mask = 3
-        else:
-            c1 = None
-            mask = 1
+        c0 = a.grad_fn
+        if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
+            ref = a._acc
+            c0 = ref() if ref is not None and a._view is None else None
+            if c0 is None:
+                c0 = a._accumulator()
+        mask = 1
     elif b._requires_grad:
         c0 = None
-        c1 = b.grad_fn or b._accumulator()
-        mask = 2
+        mask = 0
     else:
         return _make(data, backend)
+    if b._requires_grad:
+        c1 = b.grad_fn
+        if c1 is None:
+            ref = b._acc
+            c1 = ref() if ref is not None and b._view is None else None
+            if c1 is None:
+                c1 = b._accumulator()
+        mask += 2
+    else:
+        c1 = None
     if not _GRAD.enabled:
         return _make(data, backend)
     node = _new(cls)
     node._n0 = c0
     node._n1 = c1
-    node._nx = None
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
     node._k = 2
     save0, save1, save_result = cls._mask_plans[mask]
     if save0:
@@ -145,10 +175,16 @@ def record_number(cls, a, s, da, data, attrs=()):
     backend = a._backend
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
+    c0 = a.grad_fn
+    if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
+        ref = a._acc
+        c0 = ref() if ref is not None and a._view is None else None
+        if c0 is None:
+            c0 = a._accumulator()
     node = _new(cls)
-    node._n0 = a.grad_fn or a._accumulator()
+    node._n0 = c0
     node._n1 = None
-    node._nx = None
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
     node._k = 2
     save0, save1, save_result = cls._mask_plans[1]
     if save0:
@@ -175,7 +211,7 @@ def record_number(cls, a, s, da, data, attrs=()):
         PACK_SAVED[0](node)
     if a._view is not None:
         note_edge_nrs(node, (a, s))
-    return _make(data, backend, node)
+    return _result(data, backend, node)
 
 
 def apply1(cls, a, da, attrs=()):
@@ -184,10 +220,16 @@ def apply1(cls, a, da, attrs=()):
     data = cls.forward(backend.xp, da, *attrs)
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
+    c0 = a.grad_fn
+    if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
+        ref = a._acc
+        c0 = ref() if ref is not None and a._view is None else None
+        if c0 is None:
+            c0 = a._accumulator()
     node = _new(cls)
-    node._n0 = a.grad_fn or a._accumulator()
+    node._n0 = c0
     node._n1 = None
-    node._nx = None
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
     node._k = 1
     save0, save_result = cls._mask_plans[1]
     if save0:
@@ -213,7 +255,7 @@ def apply1(cls, a, da, attrs=()):
         PACK_SAVED[0](node)
     if a._view is not None:
         note_edge_nrs(node, (a,))
-    return _make(data, backend, node)
+    return _result(data, backend, node)
 
 
 def _apply_general(cls, inputs, attrs=(), arrays=None):

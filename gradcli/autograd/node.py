@@ -378,7 +378,14 @@ def _apply_1(node, grad, F, differentiable):
             _check_detached(x0, node)
         if not differentiable:
             x0 = x0._data
-    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    result = node._sr
+    if result is not None:  # the saved array as it is, unless it may have changed (_saved_result)
+        try:
+            vr = node._vr
+        except AttributeError:  # a hand-written node that never sets it
+            vr = None
+        if vr is not None or differentiable:
+            result = _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0 = None if shapes is None else shapes[0]
     f = node.formulas[0]
@@ -416,7 +423,14 @@ def _apply_2(node, grad, F, differentiable):
             x1 = x1._data
     elif differentiable and x1.__class__ in _NUMBERS:
         x1 = _wrapped_number(x1, grad, F)
-    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    result = node._sr
+    if result is not None:  # the saved array as it is, unless it may have changed (_saved_result)
+        try:
+            vr = node._vr
+        except AttributeError:  # a hand-written node that never sets it
+            vr = None
+        if vr is not None or differentiable:
+            result = _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0, z1 = (None, None) if shapes is None else shapes
     f0, f1 = node.formulas
@@ -544,13 +558,20 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     ``edges`` are ``next_functions`` entries, ``(node or None, output_nr)`` per input."""
     node = object.__new__(cls)
     children = tuple([e[0] for e in edges])
-    set_children(node, children)
+    k = len(children)  # set_children, inlined
+    node._k = k
+    node._n0 = children[0] if k > 0 else None
+    node._n1 = children[1] if k > 1 else None
+    node._nx = children[2:] if k > 2 else None
     for e in edges:
         if e[1]:
             EDGE_NRS[node] = tuple([e[1] for e in edges])
             break
     save, save_result = _save_plan(cls, children)
-    _store_saved(node, inputs, save, out_data if save_result else None, save_result)
+    if save_result or True in save:
+        _store_saved(node, inputs, save, out_data if save_result else None, save_result)
+    else:  # nothing to save (cat, stack...): _store_saved's first case, inlined
+        node._sr = node._vr = node._s0 = node._s1 = node._sx = node._live = None
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None

@@ -25,7 +25,20 @@ _NUMPY_DTYPES: dict = {}  # NumPy dtype -> gradcli dtype (Tensor.dtype)
 _NUMPY_SCALARS = frozenset(type(NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64", "int32",
                                                                      "int64", "bool"))
 _as_array = NUMPY.xp.asarray
+_object_new = object.__new__
 _SIZES: dict = {}  # shape tuple -> its torch.Size (Tensor.shape)
+
+
+_views = None  # gradcli.autograd.views (which imports this module), once first needed
+
+
+def _import_views():
+    """The views module, imported on first use and kept: an import statement in a method costs
+    ~0.7 us a call, and in-place ops check their input's views on every call."""
+    global _views
+    from . import views
+    _views = views
+    return views
 
 
 class _PrintOptions:
@@ -108,10 +121,11 @@ class Tensor:
         if requires_grad:
             self.requires_grad_(True)
 
-    @classmethod
-    def _make(cls, data, backend: Backend, grad_fn=None) -> "Tensor":
-        """Fast constructor for op results (no validation)."""
-        t = object.__new__(cls)
+    @staticmethod
+    def _make(data, backend: Backend, grad_fn=None) -> "Tensor":
+        """Fast constructor for op results (no validation; a plain function, not a classmethod:
+        nothing subclasses Tensor, and a call then binds nothing)."""
+        t = _object_new(Tensor)
         if data.__class__ is not _ndarray_type:
             if data.__class__ in _NUMPY_SCALARS:  # a full reduction's result: backend.fix, inlined
                 data = _as_array(data)  # 0-d: never big enough for _track to count
@@ -175,8 +189,7 @@ class Tensor:
     def _check_view(self) -> None:
         """torch reads a view's grad_fn here: one made under no_grad or by unbind/split whose base
         was changed in place since raises (views.resolve)."""
-        from .views import resolve
-        resolve(self)
+        (_views or _import_views()).resolve(self)
 
     @property
     def grad(self):
@@ -231,8 +244,7 @@ class Tensor:
         """This leaf's gradient edge: its AccumulateGrad node, shared by every op that uses the leaf
         (a view's: views.view_edge, None for one made under no_grad)."""
         if self._view is not None:
-            from .views import view_edge
-            return view_edge(self)
+            return (_views or _import_views()).view_edge(self)
         return self._leaf_accumulator()
 
     def _leaf_accumulator(self):
@@ -304,12 +316,10 @@ class Tensor:
     @property
     def _base(self):
         """The tensor this one is a view of (the root of a chain of views), or None."""
-        from .views import base_of
-        return base_of(self)
+        return (_views or _import_views()).base_of(self)
 
     def _is_view(self) -> bool:
-        from .views import is_view
-        return is_view(self)
+        return (_views or _import_views()).is_view(self)
 
     @property
     def data(self) -> "Tensor":
@@ -327,8 +337,7 @@ class Tensor:
     # -- in-place ---------------------------------------------------------------------
     def _check_inplace(self) -> None:
         """torch's checks before an in-place change (leaf, view of a leaf, view made under no_grad)."""
-        from .views import check_inplace
-        check_inplace(self)
+        (_views or _import_views()).check_inplace(self)
 
     def _link_saved_result(self) -> None:
         """Before this tensor (or a detached alias) changes in place: if its grad_fn saved it as its

@@ -28,7 +28,8 @@ CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x
 # What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
 # (copy_ onto an empty one, whose edge is None), so x.grad prints grad_fn=<CopyBackwards>.
 # copy_ (``dst.copy_(src)``, ``x[0:2] = v``) records it too: src's gradient is summed back to its shape.
-CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), src="grad", broadcasts=True,
+CopyBackwards = define_node("CopyBackwards", inputs=("self", "src"), self="F.zeros_like(grad)", src="grad",
+                            broadcasts=True,
                             forward=lambda xp, dst, src: xp.asarray(xp.broadcast_to(src, dst.shape), copy=True))
 CopyBackwards.name = lambda self: "torch::autograd::CopyBackwards"  # a C++ node in torch, named so
 FillBackward2 = define_node("FillBackward2", attrs=("value",), self="F.zeros_like(grad)",

@@ -38,6 +38,7 @@ from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
 from .node import EDGE_NRS, Node, _FREED, _sequence
 from . import tensor as _tensor_module
+from .function import apply1 as _apply1
 from .tensor import Tensor
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -88,15 +89,27 @@ _ref = weakref.ref
 
 
 def _register(root, view) -> None:
-    key = id(root)
-    entry = _LIVE.get(key)
+    """Add ``view`` to the live views of ``root`` (what ``make_view`` inlines)."""
+    entry = _LIVE.get(id(root))
     if entry is None or entry[0]() is not root:
-        entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+        entry = _new_entry(root)
     refs = entry[1]
     refs.append(_ref(view))
     if len(refs) > entry[2]:
-        refs[:] = [r for r in refs if r() is not None]
-        entry[2] = max(16, 2 * len(refs))
+        _prune(entry)
+
+
+def _new_entry(root):
+    key = id(root)
+    entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+    return entry
+
+
+def _prune(entry) -> None:
+    """Drop the dead views' references once the list doubled since the last pruning."""
+    refs = entry[1]
+    refs[:] = [r for r in refs if r() is not None]
+    entry[2] = max(16, 2 * len(refs))
 
 
 def _live_views(root):
@@ -106,40 +119,64 @@ def _live_views(root):
     return [t for t in (r() for r in entry[1]) if t is not None]
 
 
+def view_of(cls, input: Tensor, attrs=()) -> Tensor:
+    """Record the single-view op ``cls`` on ``input``: every view op's one path (``view``,
+    ``transpose``, ``select``, ``x[0]``, ``expand``...). The result shares the input's storage
+    and version counter and is a view of its root."""
+    return make_view(_apply1(cls, input, input._data, attrs), input, cls, attrs)
+
+
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
     """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
-    ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views."""
+    ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views.
+    Every view op pays this: the fields are set without calls (ViewInfo's, _register's inlined)."""
     if out is input:
         return out
     info = input._view
+    step = (cls, input._data.shape, attrs)
+    view = _new(ViewInfo)
     if info.__class__ is ViewInfo:
-        root, chain, meta = info.base, info.chain, (info.no_grad, info.multi, info.inference)
+        view.base = root = info.base
+        view.chain = info.chain + (step,)
+        no_grad, view_multi, inference = info.no_grad, info.multi, info.inference
     else:
-        root, chain, meta = input, (), (False, False, False)
+        view.base = root = input
+        view.chain = (step,)
+        no_grad = view_multi = inference = False
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
     out._vc = vc
-    if not meta[2]:  # torch's propagate_creation_meta: a new meta other than DEFAULT wins, but INFERENCE stays
-        if _GRAD.inference:
-            meta = (True, False, True)
-        elif not _GRAD.enabled:
-            meta = (True, False, False)
+    if not inference:  # torch's propagate_creation_meta: a new meta other than DEFAULT wins, but INFERENCE stays
+        state = _GRAD
+        if state.inference:
+            no_grad, view_multi, inference = True, False, True
+        elif not state.enabled:
+            no_grad, view_multi = True, False
         elif multi:
-            meta = (False, True, False)
-    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
-        output_nr = 0
-    view = out._view = _new(ViewInfo)  # ViewInfo's fields, without a call of its __init__
-    view.base = root
-    view.chain = chain + ((cls, tuple(input._data.shape), attrs),)
-    view.no_grad, view.multi, view.inference = meta
-    view.output_nr = output_nr
+            no_grad, view_multi = False, True
+    view.no_grad = no_grad
+    view.multi = view_multi
+    view.inference = inference
     view.version = vc[0]
     view.stale = None
-    view.derived = False
-    if out.grad_fn is None and input._requires_grad:  # made under no_grad: requires grad, no edge
-        out._requires_grad = view.derived = True
-    _register(root, out)
+    out._view = view
+    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
+        view.output_nr = 0
+        if input._requires_grad:  # made under no_grad: requires grad, no edge
+            out._requires_grad = view.derived = True
+        else:
+            view.derived = False
+    else:
+        view.output_nr = output_nr
+        view.derived = False
+    entry = _LIVE.get(id(root))  # _register, inlined
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    refs.append(_ref(out))
+    if len(refs) > entry[2]:
+        _prune(entry)
     return out
 
 

@@ -11,18 +11,22 @@ from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import Node, define_node, new_node
-from ..autograd.tensor import Tensor, _wrap_dim, is_inference_vc
-from ..autograd.views import make_view, rebase, writable
+from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
+from ..autograd.views import rebase, view_of, writable
+
+_ndarray = _ndarray_type
 
 
-def view_of(cls, input, attrs=()):
-    """Record view op ``cls`` on ``input``: the result shares its storage and version counter."""
-    return make_view(apply(cls, (input,), attrs), input, cls, attrs)
+# A view op's forward: the ndarray's own method where the array is NumPy's (what the namespace's
+# function calls, one Python call less on every view), the array API's function otherwise.
+def _reshape_forward(xp, x, shape):
+    return x.reshape(shape) if x.__class__ is _ndarray else xp.reshape(x, shape)
+
 
 ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
-                            forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+                            forward=_reshape_forward, attrs=("shape",))
 UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
-                                  forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+                                  forward=_reshape_forward, attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
 CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
 # What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
@@ -38,15 +42,18 @@ FillBackward3 = define_node("FillBackward3", inputs=("self", "value"), self="F.z
                             forward=lambda xp, x, value: xp.asarray(xp.broadcast_to(value, x.shape), copy=True))
 TransposeBackward0 = define_node("TransposeBackward0", attrs=("dim0", "dim1"),
                                  self="F.transpose(grad, dim0, dim1)",
-                                 forward=lambda xp, x, d0, d1: xp.permute_dims(x, _swap(x.ndim, d0, d1)))
+                                 forward=lambda xp, x, d0, d1: x.swapaxes(d0, d1) if x.__class__ is _ndarray else
+                                 xp.permute_dims(x, _swap(x.ndim, d0, d1)))
 TBackward0 = define_node("TBackward0", self="F.t(grad)",
-                         forward=lambda xp, x: x if x.ndim < 2 else xp.permute_dims(x, (1, 0)))
+                         forward=lambda xp, x: x if x.ndim < 2 else
+                         x.transpose() if x.__class__ is _ndarray else xp.permute_dims(x, (1, 0)))
 PermuteBackward0 = define_node("PermuteBackward0", attrs=("dims",),
                                self="F.permute(grad, inverse_permutation(dims))",
-                               forward=lambda xp, x, dims: xp.permute_dims(x, dims))
+                               forward=lambda xp, x, dims: x.transpose(dims) if x.__class__ is _ndarray else
+                               xp.permute_dims(x, dims))
 UnsqueezeBackward0 = define_node("UnsqueezeBackward0", attrs=("dim",), self="F.squeeze(grad, dim)",
                                  forward=lambda xp, x, dim: xp.expand_dims(x, axis=dim))
-_squeeze_forward = (lambda xp, x, shape: xp.reshape(x, shape))
+_squeeze_forward = _reshape_forward
 SqueezeBackward0 = define_node("SqueezeBackward0", attrs=("shape",), self="F.reshape(grad, self_sizes)",
                                forward=_squeeze_forward)
 SqueezeBackward1 = define_node("SqueezeBackward1", attrs=("shape",), self="F.reshape(grad, self_sizes)",
@@ -65,7 +72,8 @@ DiagonalBackward0 = define_node(
     "DiagonalBackward0", attrs=("offset", "dim1", "dim2"),
     self="F.embed(F.permute(grad, diagonal_perm(self_sizes, dim1, dim2)), self_sizes, "
          "diagonal_key(self_sizes, offset, dim1, dim2), False)",
-    forward=lambda xp, x, offset, d1, d2: _diagonal(xp, x, offset, d1, d2))
+    forward=lambda xp, x, offset, d1, d2: x.diagonal(offset, d1, d2) if x.__class__ is _ndarray else
+    _diagonal(xp, x, offset, d1, d2))
 
 
 def _diagonal(xp, x, offset, d1, d2):
@@ -156,10 +164,28 @@ def _infer(shape, numel, original):
     return shape
 
 
+def _plain_shape(input, shape):
+    """``shape`` (``reshape(2, 2)`` or ``reshape((2, 2))``) when it is the usual call: plain
+    positive ints whose product is the input's size, so nothing needs inferring or checking
+    (``_infer`` gives the same tuple); None otherwise."""
+    if len(shape) == 1 and shape[0].__class__ in (tuple, list):
+        shape = shape[0]
+    n = 1
+    for s in shape:
+        if s.__class__ is not int or s <= 0:
+            return None
+        n *= s
+    return tuple(shape) if n == input._data.size else None
+
+
 @op(ViewBackward0, category="shape")
 def reshape(input, *shape):
     """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
-    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    return _reshaped(input, _plain_shape(input, shape) or _infer(_shape_arg(shape), input.numel(), input.shape))
+
+
+def _reshaped(input, shape):
+    """``reshape`` to a checked shape of the input's size: a view where the strides allow one."""
     if _viewable(input, shape):
         return view_of(ViewBackward0, input, (shape,))
     # as torch: a contiguous copy, then a view of it nobody else can see (x.t().reshape(-1))
@@ -184,9 +210,12 @@ def _viewable(t, shape) -> bool:
 @op(ViewBackward0, category="shape")
 def view(input, *shape):
     """Same data in a new shape (one dim may be -1)."""
-    if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
-        raise GradTypeError("view(dtype) is not supported")
-    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    plain = _plain_shape(input, shape)
+    if plain is None:
+        if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
+            raise GradTypeError("view(dtype) is not supported")
+        plain = _infer(_shape_arg(shape), input.numel(), input.shape)
+    shape = plain
     if not _viewable(input, shape):
         raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                          "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -203,11 +232,11 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return input  # torch returns the tensor itself
-    shape = input.shape
+    shape = input._data.shape
     merged = 1
     for d in shape[s:e + 1]:
         merged *= d
-    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])
+    return _reshaped(input, shape[:s] + (merged,) + shape[e + 1:])
 
 
 def _unsafe_view(input, shape):

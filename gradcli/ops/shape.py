@@ -9,7 +9,7 @@ from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from ..autograd.grad_mode import STATE
 from .registry import op
-from ..limits import check_numel
+from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd.node import Node, define_node, new_node
 from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
 from ..autograd.views import rebase, view_of, writable
@@ -148,10 +148,10 @@ def _infer(shape, numel, original):
     if shape.count(-1) > 1:
         raise ShapeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise ShapeError(f"invalid shape dimension {s}")
+                raise ShapeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
             known *= s
     if -1 in shape:
         if known == 0 or numel % known:
@@ -262,7 +262,15 @@ def t(input):
 def permute(input, *dims):
     """Reorder dims."""
     dims = _shape_arg(dims)
-    n = input.ndim
+    n = input._data.ndim
+    seen = 0
+    for d in dims:  # the usual call: each dim once, none negative (a bitmask of those seen)
+        if d.__class__ is not int or not 0 <= d < n:
+            break
+        seen |= 1 << d
+    else:
+        if seen == (1 << n) - 1 and len(dims) == n:
+            return view_of(PermuteBackward0, input, (dims,))
     if len(dims) != n:
         raise ShapeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                          f"the length of the desired ordering of dimensions i.e. input.dim() = {n} "
@@ -286,13 +294,16 @@ Tensor.mT = property(lambda self: transpose(self, -2, -1))
 @op(UnsqueezeBackward0, category="shape")
 def unsqueeze(input, dim):
     """Insert a dim of size 1 at ``dim``."""
-    return view_of(UnsqueezeBackward0, input, (_wrap_dim(dim, input.ndim + 1),))
+    return view_of(UnsqueezeBackward0, input, (_wrap_dim(dim, input._data.ndim + 1),))
 
 
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2, category="shape")
 def squeeze(input, dim=None):
     """Remove dims of size 1 (all of them, or those in ``dim``)."""
-    shape = input.shape
+    shape = input._data.shape
+    if dim.__class__ is int:  # the usual call: one dim (its size 1 or not, SqueezeBackward1 records it)
+        d = _wrap_dim(dim, len(shape))
+        return view_of(SqueezeBackward1, input, (shape[:d] + shape[d + 1:] if shape and shape[d] == 1 else shape,))
     if dim is None:
         cls, drop = SqueezeBackward0, {i for i, s in enumerate(shape) if s == 1}
     elif isinstance(dim, (list, tuple)):
@@ -306,7 +317,7 @@ def squeeze(input, dim=None):
 
 
 def _squeeze4(input, dim):
-    shape = input.shape
+    shape = input._data.shape
     return view_of(SqueezeBackward4, input, (tuple(s for i, s in enumerate(shape) if i != dim),))
 
 
@@ -314,30 +325,33 @@ def _squeeze4(input, dim):
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
     sizes = _shape_arg(sizes)
-    shape = input.shape
+    shape = input._data.shape
     if len(sizes) < len(shape):
         raise ShapeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
                          f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
                          f"dimensions in the tensor ({len(shape)})")
     lead = len(sizes) - len(shape)
-    out = []
-    for i, s in enumerate(sizes):
-        if i < lead:
-            if s < 0:
-                raise ShapeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
-                                 f"non-existing dimension {i}")
-            out.append(s)
-            continue
-        have = shape[i - lead]
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise ShapeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                             f"non-existing dimension {i}")
+    out = list(sizes)
+    n = 1
+    for i in range(lead):
+        n *= sizes[i]
+    for i, have in enumerate(shape, lead):
+        s = sizes[i]
         if s == -1:
-            s = have
-        if have != s and have != 1:
+            s = out[i] = have
+        elif have != s and have != 1:
             raise ShapeError(f"The expanded size of the tensor ({s}) must match the existing size ({have}) "
                              f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                              f"{list(shape)}")
-        out.append(s)
-    check_numel(tuple(out))
-    return view_of(ExpandBackward0, input, (tuple(out),))
+        n *= s
+    out = tuple(out)
+    if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:  # check_numel's conditions
+        check_numel(out)
+    return view_of(ExpandBackward0, input, (out,))
 
 
 @op(ExpandBackward0, category="shape")

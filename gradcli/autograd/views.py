@@ -36,7 +36,8 @@ import weakref
 
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
-from .node import EDGE_NRS, Node, _FREED, _sequence
+from . import node as _node
+from .node import EDGE_NRS, Node, _FREED
 from . import tensor as _tensor_module
 from .function import apply1 as _apply1
 from .tensor import Tensor
@@ -178,6 +179,64 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
     if len(refs) > entry[2]:
         _prune(entry)
     return out
+
+
+def multi_views(input: Tensor, arrays, node, cls, keys) -> tuple:
+    """The outputs of a function returning several views of ``input`` (unbind, split, chunk):
+    output ``i`` holds ``arrays[i]``, has ``node`` (None when nothing is recorded) as grad_fn and
+    ``i`` as output_nr, and is the view ``cls`` with attribute ``keys[i]`` makes (for CopySlices).
+    What ``multi_view`` gives each, with what the outputs share (root, version counter, creation
+    meta, the chain up to the input, the live-view list) found once."""
+    info = input._view
+    shape = input._data.shape
+    if info.__class__ is ViewInfo:
+        root, prefix = info.base, info.chain
+        no_grad, multi, inference = info.no_grad, info.multi, info.inference
+    else:
+        root, prefix = input, ()
+        no_grad = multi = inference = False
+    if not inference:  # make_view's propagation of the creation meta, for multi=True
+        state = _GRAD
+        if state.inference:
+            no_grad, multi, inference = True, False, True
+        elif not state.enabled:
+            no_grad, multi = True, False
+        else:
+            no_grad, multi = False, True
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    version = vc[0]
+    derived = node is None and input._requires_grad  # made under no_grad: requires grad, no edge
+    entry = _LIVE.get(id(root))
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    backend = input._backend
+    outs = []
+    for i, data in enumerate(arrays):
+        out = _make(data, backend, node)
+        out._vc = vc
+        view = out._view = _new(ViewInfo)
+        view.base = root
+        view.chain = prefix + ((cls, shape, (keys[i],)),)
+        view.no_grad = no_grad
+        view.multi = multi
+        view.inference = inference
+        view.version = version
+        view.stale = None
+        view.output_nr = 0 if node is None else i
+        view.derived = derived
+        if derived:
+            out._requires_grad = True
+        refs.append(_ref(out))
+        outs.append(out)
+    if len(refs) > entry[2]:
+        _prune(entry)
+    return tuple(outs)
+
+
+_make = Tensor._make
 
 
 def multi_view(out: Tensor, input: Tensor, cls, attrs, output_nr: int) -> Tensor:
@@ -404,7 +463,7 @@ def _init(node, children, live=None):
     node._pre_hooks = None
     node._retain = None
     node._shapes = None
-    node._seq = next(_sequence)
+    node._seq = _node._next_seq()
 
 
 def _replay(chain, g, F, differentiable):

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import STATE as _GRAD
 from ..autograd import node as _node
 from ..autograd.node import MultiOutputNode, note_edge_nrs, set_children
 from ..autograd.tensor import Tensor, _wrap_dim
-from ..autograd.views import multi_view
+from ..autograd.views import multi_views
 from ..errors import DimensionError, GradTypeError, ShapeError
 from .indexing import SelectBackward0, SliceBackward0
 from .registry import op
@@ -83,7 +83,6 @@ class SplitWithSizesBackward0(_JoinBackward):
 
 def _record(cls, input, keys, view_cls, attrs):
     """The outputs ``input[key]`` for each key, all with one ``cls`` node, each a view of ``input``."""
-    backend = input._backend
     node = None
     if input._requires_grad and _GRAD.enabled:
         node = object.__new__(cls)
@@ -100,8 +99,7 @@ def _record(cls, input, keys, view_cls, attrs):
         node._nout = len(keys)
         node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
     data = input._data
-    return tuple(multi_view(Tensor._make(data[key], backend, node), input, view_cls, (key,), i)
-                 for i, key in enumerate(keys))
+    return multi_views(input, [data[key] for key in keys], node, view_cls, keys)
 
 
 def _dim_of(input, dim, what):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from ..backend import dtypes as _dt
+from ..backend import NUMPY, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from ..autograd.grad_mode import STATE
@@ -15,6 +15,7 @@ from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
 from ..autograd.views import rebase, view_of, writable
 
 _ndarray = _ndarray_type
+_concatenate = NUMPY.xp.concatenate  # NumPy's own (a C function)
 
 
 # A view op's forward: the ndarray's own method where the array is NumPy's (what the namespace's
@@ -443,6 +444,9 @@ class StackBackward0(Node):
 
     def apply(self, grad, F, differentiable):
         dim, count, casts = self._attrs
+        if not differentiable:  # each input's part of the gradient: a view of it (..., not a 0-d scalar)
+            lead = (slice(None),) * dim
+            return _cast_back([grad[lead + (i, Ellipsis)] for i in range(count)], casts, F, differentiable)
         parts = F.cat_slices(grad, dim, [1] * count)
         return _cast_back([F.reshape(p, tuple(s for i, s in enumerate(p.shape) if i != dim)) for p in parts],
                           casts, F, differentiable)
@@ -460,14 +464,24 @@ def _cast_back(parts, casts, F, differentiable):
 
 
 def _record_variadic(cls, tensors, data, attrs):
+    """The result of cat/stack: one node with an edge per input (None where no gradient flows)."""
     backend = tensors[0]._backend
-    if STATE.enabled and builtins_any([t._requires_grad for t in tensors]):
-        edges = tuple([((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr)
-                       if t._requires_grad else (None, 0) for t in tensors])
-        node = new_node(cls, (), data, attrs, None, edges)
-        return Tensor._make(data, backend, node)
-    return Tensor._make(data, backend)
+    if not STATE.enabled:
+        return Tensor._make(data, backend)
+    edges = []
+    wanted = False
+    for t in tensors:
+        if t._requires_grad:
+            wanted = True
+            edges.append(((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr))
+        else:
+            edges.append(_NO_EDGE)
+    if not wanted:
+        return Tensor._make(data, backend)
+    return Tensor._make(data, backend, new_node(cls, (), data, attrs, None, edges))
 
+
+_NO_EDGE = (None, 0)
 
 import builtins as _builtins  # noqa: E402
 
@@ -475,15 +489,18 @@ builtins_any = _builtins.any
 
 
 def _tensor_list(tensors, name):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+    """The tensors of cat/stack, checked: a non-empty list or tuple of tensors on one device."""
+    if tensors.__class__ is not list and (isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple))):
         raise GradTypeError(f"{name}() expects a list or tuple of tensors")
     if not tensors:
         raise ShapeError("torch.cat(): expected a non-empty list of Tensors" if name == "cat" else
                          f"{name} expects a non-empty TensorList")
+    backend = None
     for t in tensors:
-        if not isinstance(t, Tensor):
+        if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"{name}(): expected Tensor as element, but got {type(t).__name__}")
-    backend = tensors[0]._backend
+        if backend is None:
+            backend = t._backend
     for t in tensors:
         if t._backend is not backend:
             from ..errors import DeviceError
@@ -496,8 +513,14 @@ def _promoted(tensors):
     """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
     (None when all already share one)."""
     dtype = tensors[0]._data.dtype
-    if all(t._data.dtype == dtype for t in tensors):  # one dtype: nothing to promote (the usual case)
-        return [t._data for t in tensors], None
+    arrays = []
+    for t in tensors:
+        data = t._data
+        if data.dtype != dtype:
+            break
+        arrays.append(data)
+    else:  # one dtype: nothing to promote (the usual case)
+        return arrays, None
     target = _dt.result_type([Tensor._make(t._backend.xp.reshape(t._data, (1,)) if t.ndim == 0 else t._data,
                                            t._backend) for t in tensors])
     if all(t.dtype.name == target for t in tensors):
@@ -508,15 +531,23 @@ def _promoted(tensors):
             tuple(t.dtype.name for t in tensors))
 
 
+def _check_elements(shape, n) -> None:
+    """``check_numel(shape)`` (``n``: its product) where it could refuse: an empty shape, or more
+    elements than the limit or the memory budget's tracking size allow."""
+    if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:
+        check_numel(shape)
+
+
 @op(CatBackward0, method=False, category="shape")
 def cat(tensors, dim=0):
     """Join tensors along an existing dim."""
     tensors = _tensor_list(tensors, "cat")
     ref = tensors[0]
-    if ref.ndim == 0:
-        raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _wrap_dim(dim, ref.ndim)
     shape = ref._data.shape
+    if not shape:
+        raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, len(shape))
+    sizes = []
     for i, t in enumerate(tensors):
         other = t._data.shape
         if other != shape and (len(other) != len(shape) or builtins_any(
@@ -524,13 +555,16 @@ def cat(tensors, dim=0):
             raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                              f"{_mismatch(ref, t, d)} but got size {_mismatch(t, ref, d)} for tensor number "
                              f"{i} in the list.")
-    sizes = [t._data.shape[d] for t in tensors]
+        sizes.append(other[d])
     out_shape = list(shape)
-    out_shape[d] = sum(sizes)
-    check_numel(out_shape)
-    xp = ref._backend.xp
+    out_shape[d] = total = sum(sizes)
+    n = total
+    for i, s in enumerate(shape):
+        if i != d:
+            n *= s
+    _check_elements(out_shape, n)
     arrays, casts = _promoted(tensors)
-    data = xp.concat(arrays, axis=d)
+    data = ref._backend.xp.concat(arrays, axis=d)
     return _record_variadic(CatBackward0, tensors, data, (d, sizes, casts))
 
 
@@ -546,17 +580,31 @@ def stack(tensors, dim=0):
     """Join tensors along a new dim."""
     tensors = _tensor_list(tensors, "stack")
     ref = tensors[0]
-    d = _wrap_dim(dim, ref.ndim + 1)
     shape = ref._data.shape
+    d = _wrap_dim(dim, len(shape) + 1)
     for i, t in enumerate(tensors):
         if t._data.shape != shape:
             raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                              f"entry 0 and {list(t.shape)} at entry {i}")
-    check_numel([len(tensors), *ref.shape])
-    xp = ref._backend.xp
+    n = len(tensors)
+    for s in shape:
+        n *= s
+    _check_elements([len(tensors), *shape], n)
     arrays, casts = _promoted(tensors)
-    data = xp.stack(arrays, axis=d)
-    return _record_variadic(StackBackward0, tensors, data, (d, len(tensors), casts))
+    return _record_variadic(StackBackward0, tensors, _stack(ref._backend.xp, arrays, shape, d),
+                            (d, len(tensors), casts))
+
+
+def _stack(xp, arrays, shape, d):
+    """np.stack of arrays of one shape and dtype as np.stack computes it (each array given the
+    new dim, all concatenated along it), without its Python-level checks; other arrays: xp.stack."""
+    new = shape[:d] + (1,) + shape[d:]
+    parts = []
+    for a in arrays:
+        if a.__class__ is not _ndarray:
+            return xp.stack(arrays, axis=d)
+        parts.append(a.reshape(new))
+    return _concatenate(parts, axis=d)
 
 
 # -- in-place copies -------------------------------------------------------------------------------

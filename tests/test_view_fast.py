@@ -154,3 +154,60 @@ def test_a_view_made_under_no_grad_keeps_torchs_creation_meta():
         with gradcli.enable_grad():
             w = x.view(24)
     assert w._view.no_grad and w._view.inference
+
+
+# -- the nodes made without function.apply1 / node.new_node are theirs ------------------------------
+
+_SLOTS = [s for s in gradcli.autograd.node.Node.__slots__ if s not in ("__weakref__", "_seq")]
+_UNSET = object()
+
+
+def _fields(node):
+    return {s: getattr(node, s, _UNSET) for s in _SLOTS}, gradcli.autograd.node.EDGE_NRS.get(node)
+
+
+def _view_cases(x):
+    """(view op class, input, attrs) for every view op that view_of makes the node of."""
+    from gradcli.ops import indexing, shape
+    row = x.unbind(0)[1]  # output 1 of UnbindBackward0: the view's edge is (node, 1)
+    return [(shape.ViewBackward0, x, ((24,),)), (shape.TransposeBackward0, x, (0, 2)),
+            (shape.PermuteBackward0, x, ((2, 0, 1),)), (shape.UnsqueezeBackward0, x, (1,)),
+            (shape.SqueezeBackward1, x, ((2, 3, 4),)), (shape.ExpandBackward0, x[:, :1], ((2, 5, 4),)),
+            (shape.DiagonalBackward0, x, (0, 1, 2)), (shape.TBackward0, row, ()),
+            (indexing.SelectBackward0, row, ((0, Ellipsis),)),
+            (indexing.SliceBackward0, row, ((slice(None), slice(1, None)),)), (shape.AliasBackward0, x, ())]
+
+
+@pytest.mark.parametrize("case", range(11))
+def test_view_of_makes_the_node_apply1_makes(case):
+    from gradcli.autograd.function import apply1
+    x = gradcli.tensor(DATA, requires_grad=True) * 1
+    cls, input, attrs = _view_cases(x)[case]
+    fast = views.view_of(cls, input, attrs).grad_fn
+    plain = apply1(cls, input, input._data, attrs).grad_fn
+    assert views._PLAIN[cls] is True  # the class saves nothing: its node is made by view_of itself
+    assert _fields(fast) == _fields(plain) and type(fast) is cls
+    assert fast._seq > plain._seq - 2
+
+
+def test_view_of_nodes_take_the_anomaly_modes_counter():
+    from gradcli.autograd.engine import TRACES
+    x = gradcli.tensor(DATA, requires_grad=True)
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"), gradcli.autograd.detect_anomaly():
+        v = x.view(24)
+        assert v.grad_fn._seq in TRACES
+
+
+def test_cat_and_stack_nodes_are_the_ones_new_node_makes():
+    from gradcli.autograd.node import new_node
+    from gradcli.ops import shape
+    x = gradcli.tensor(DATA[0], requires_grad=True)
+    y = gradcli.tensor(DATA[1])
+    rows = (gradcli.tensor(DATA, requires_grad=True) * 1).unbind(0)
+    for cls, fn in ((shape.CatBackward0, gradcli.cat), (shape.StackBackward0, gradcli.stack)):
+        for inputs in ([x, y], [y, rows[1], x, rows[0]], [rows[1]]):
+            out = fn(inputs)
+            edges = tuple((t.grad_fn or t._accumulator(), t.output_nr) if t.requires_grad else (None, 0)
+                          for t in inputs)
+            plain = new_node(cls, (), out._data, out.grad_fn._attrs, None, edges)
+            assert _fields(out.grad_fn) == _fields(plain) and type(out.grad_fn) is cls

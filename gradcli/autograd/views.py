@@ -37,7 +37,7 @@ import weakref
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
 from . import node as _node
-from .node import EDGE_NRS, Node, _FREED
+from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED
 from . import tensor as _tensor_module
 from .function import apply1 as _apply1
 from .tensor import Tensor
@@ -123,8 +123,42 @@ def _live_views(root):
 def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     """Record the single-view op ``cls`` on ``input``: every view op's one path (``view``,
     ``transpose``, ``select``, ``x[0]``, ``expand``...). The result shares the input's storage
-    and version counter and is a view of its root."""
-    return make_view(_apply1(cls, input, input._data, attrs), input, cls, attrs)
+    and version counter and is a view of its root.
+
+    A view's node saves nothing (its formula reads the input's sizes and its own attributes), so
+    it is made here as ``function.apply1`` makes a node that saves nothing, without apply1's save
+    plan (tests/test_view_fast.py checks that the two make the same node); a view op whose
+    formula reads a saved value goes through apply1."""
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = cls._arity == 1 and cls._mask_plans is not None and not any(cls._mask_plans[1])
+    if not plain:
+        return make_view(_apply1(cls, input, input._data, attrs), input, cls, attrs)
+    da = input._data
+    backend = input._backend
+    data = cls.forward(backend.xp, da, *attrs)
+    if not input._requires_grad or not _GRAD.enabled:
+        return make_view(_make(data, backend), input, cls, attrs)
+    node = _new(cls)
+    node._n0 = input.grad_fn or input._accumulator()
+    node._n1 = node._nx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
+    node._k = 1
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = (da.shape,) if cls.save_sizes else None
+    node._shape = data.shape
+    node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
+    if input._view is not None:  # the input may be output k > 0 of its grad_fn (a row of unbind)
+        nr = input.output_nr
+        if nr:
+            EDGE_NRS[node] = (nr,)
+    return make_view(_make(data, backend, node), input, cls, attrs)
+
+
+_PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:

@@ -10,7 +10,8 @@ from ..autograd.function import apply
 from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import LIMITS, TRACK_BYTES, check_numel
-from ..autograd.node import Node, define_node, new_node
+from ..autograd import node as _node
+from ..autograd.node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, define_node, new_node
 from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
 from ..autograd.views import rebase, view_of, writable
 
@@ -478,7 +479,27 @@ def _record_variadic(cls, tensors, data, attrs):
             edges.append(_NO_EDGE)
     if not wanted:
         return Tensor._make(data, backend)
-    return Tensor._make(data, backend, new_node(cls, (), data, attrs, None, edges))
+    node = _new(cls)  # new_node's fields for a node that saves nothing
+    k = node._k = len(edges)
+    node._n0 = edges[0][0]
+    node._n1 = edges[1][0] if k > 1 else None
+    node._nx = tuple([e[0] for e in edges[2:]]) if k > 2 else None
+    for e in edges:
+        if e[1]:
+            EDGE_NRS[node] = tuple([e[1] for e in edges])
+            break
+    node._s0 = node._s1 = node._sx = node._sr = node._vr = node._live = node._shapes = None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shape = data.shape
+    node._seq = _node._next_seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+    return Tensor._make(data, backend, node)
+
+
+_new = object.__new__
 
 
 _NO_EDGE = (None, 0)

@@ -32,14 +32,34 @@ class _JoinBackward(MultiOutputNode):
     _stack = False  # unbind: stack the parts (a new dim); split: cat them
 
     def apply(self, grads, F, differentiable):
+        if not differentiable:  # zeros of the input's shape, each output's gradient copied into its part
+            first = None
+            for g in grads:
+                if g is not None:
+                    first = g
+                    break
+            out = F.backend.xp.zeros(self._shapes[0], dtype=first.dtype)
+            for g, key in zip(grads, self._keys()):
+                if g is not None:
+                    out[key] = g
+            return (out,)
         dim, sizes = self._attrs[0], self._parts()
         first = next(g for g in grads if g is not None)
         parts = [g if g is not None else _zeros(first, size, F, differentiable) for g, size in zip(grads, sizes)]
-        if differentiable:
-            from . import cat, stack
-            return ((stack if self._stack else cat)(parts, dim),)
-        xp = F.backend.xp
-        return ((xp.stack if self._stack else xp.concat)(parts, axis=dim),)
+        from . import cat, stack
+        return ((stack if self._stack else cat)(parts, dim),)
+
+    def _keys(self):
+        """The index of each output's part in the input (what the forward took)."""
+        dim = self._attrs[0]
+        lead = (slice(None),) * dim
+        if self._stack:
+            return [lead + (i,) for i in range(self._shapes[0][dim])]
+        keys, start = [], 0
+        for n in self._sizes():
+            keys.append(lead + (slice(start, start + n),))
+            start += n
+        return keys
 
     def _parts(self):
         """The shape of each output."""

@@ -211,3 +211,47 @@ def test_cat_and_stack_nodes_are_the_ones_new_node_makes():
                           for t in inputs)
             plain = new_node(cls, (), out._data, out.grad_fn._attrs, None, edges)
             assert _fields(out.grad_fn) == _fields(plain) and type(out.grad_fn) is cls
+
+
+# -- masked_fill and where with operands of one shape (no broadcast of the mask) ---------------------
+
+@pytest.mark.parametrize("mask_shape", [(2, 3, 4), (3, 4), (4,), (1, 3, 1)])
+@pytest.mark.parametrize("value", [0.0, -2.5, "tensor"])
+def test_masked_fill_matches_torch(mask_shape, value):
+    mask = np.arange(int(np.prod(mask_shape))).reshape(mask_shape) % 3 == 0
+    x, t = gradcli.tensor(DATA, requires_grad=True), torch.tensor(DATA, requires_grad=True)
+    vx = gradcli.tensor(1.5, requires_grad=True) if value == "tensor" else value
+    vt = torch.tensor(1.5, requires_grad=True) if value == "tensor" else value
+    out, want = x.masked_fill(gradcli.tensor(mask), vx), t.masked_fill(torch.tensor(mask), vt)
+    assert out.tolist() == want.tolist() and out.grad_fn.name() == want.grad_fn.name()
+    seed = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    out.backward(gradcli.tensor(seed))
+    want.backward(torch.tensor(seed))
+    assert x.grad.tolist() == t.grad.tolist()
+    if value == "tensor":
+        assert vx.grad.item() == vt.grad.item()
+
+
+def test_masked_fill_refuses_what_it_refused():
+    x = gradcli.tensor(DATA)
+    with pytest.raises(gradcli.errors.ShapeError, match="only supports a 0-dimensional value tensor"):
+        x.masked_fill(gradcli.tensor(DATA > 3), gradcli.tensor([1.0]))
+    with pytest.raises(gradcli.errors.ShapeError, match="must match the size of tensor b"):
+        x.masked_fill(gradcli.tensor(np.ones(5, dtype=bool)), 0.0)
+
+
+def test_where_of_one_shape_matches_torch_and_checks_the_limit():
+    cond = DATA % 2 == 0
+    x, t = gradcli.tensor(DATA, requires_grad=True), torch.tensor(DATA, requires_grad=True)
+    y, u = gradcli.tensor(-DATA, requires_grad=True), torch.tensor(-DATA, requires_grad=True)
+    out, want = gradcli.where(gradcli.tensor(cond), x, y), torch.where(torch.tensor(cond), t, u)
+    assert out.tolist() == want.tolist() and out.grad_fn.name() == want.grad_fn.name()
+    out.sum().backward()
+    want.sum().backward()
+    assert x.grad.tolist() == t.grad.tolist() and y.grad.tolist() == u.grad.tolist()
+    LIMITS.max_elements = 20
+    try:
+        with pytest.raises(gradcli.errors.LimitError, match="has 24 elements, over the limit of 20"):
+            gradcli.where(gradcli.tensor(cond), x, y)
+    finally:
+        LIMITS.reset()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import STATE as _GRAD
 from ..autograd import node as _node
-from ..autograd.node import MultiOutputNode, note_edge_nrs, set_children
+from ..autograd.node import MultiOutputNode, note_edge_nrs
 from ..autograd.tensor import Tensor, _wrap_dim
 from ..autograd.views import multi_views
 from ..errors import DimensionError, GradTypeError, ShapeError
@@ -106,7 +106,9 @@ def _record(cls, input, keys, view_cls, attrs):
     node = None
     if input._requires_grad and _GRAD.enabled:
         node = object.__new__(cls)
-        set_children(node, (input.grad_fn or input._accumulator(),))
+        node._n0 = input.grad_fn or input._accumulator()  # set_children, for one child
+        node._n1 = node._nx = None
+        node._k = 1
         if input._view is not None:
             note_edge_nrs(node, (input,))
         node._s0 = node._s1 = node._sx = node._sr = None
@@ -114,8 +116,9 @@ def _record(cls, input, keys, view_cls, attrs):
         node._attrs = attrs
         node._pre_hooks = None
         node._retain = None
-        node._shapes = (tuple(input._data.shape),)
-        node._shape = tuple(input._data.shape)
+        shape = input._data.shape
+        node._shapes = (shape,)
+        node._shape = shape
         node._nout = len(keys)
         node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
     data = input._data
@@ -123,22 +126,26 @@ def _record(cls, input, keys, view_cls, attrs):
 
 
 def _dim_of(input, dim, what):
-    if input.ndim == 0:
+    ndim = input._data.ndim
+    if ndim == 0:
         if what == "unbind":
             raise DimensionError("Dimension specified as 0 but tensor has no dimensions")
         raise ShapeError(f"{what} expects at least a 1-dimensional tensor")
-    return _wrap_dim(dim, input.ndim)
+    return _wrap_dim(dim, ndim)
 
 
 @op(UnbindBackward0, category="shape")
 def unbind(input, dim=0):
     """The slices along ``dim`` (that dim removed), as a tuple of views; one UnbindBackward0 node."""
     d = _dim_of(input, dim, "unbind")
-    keys = [(slice(None),) * d + (i, Ellipsis) for i in range(input.shape[d])]
+    lead = (slice(None),) * d
+    keys = [lead + (i, Ellipsis) for i in range(input._data.shape[d])]
     return _record(UnbindBackward0, input, keys, SelectBackward0, (d, int(dim)))
 
 
 def _int(value, what):
+    if value.__class__ is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise GradTypeError(f"{what} must be an int, not {type(value).__name__}")
     return value
@@ -146,15 +153,18 @@ def _int(value, what):
 
 def _parts(input, d, sizes):
     keys, start = [], 0
+    lead = (slice(None),) * d
     for n in sizes:
-        keys.append((slice(None),) * d + (slice(start, start + n),) + (Ellipsis,))
+        keys.append(lead + (slice(start, start + n), Ellipsis))
         start += n
     return keys
 
 
-def _by_size(input, split_size, dim):
-    d = _dim_of(input, dim, "split")
-    size = input.shape[d]
+def _by_size(input, split_size, dim, d=None):
+    """``split(split_size, dim)``; ``d``: ``dim`` already wrapped (chunk's)."""
+    if d is None:
+        d = _dim_of(input, dim, "split")
+    size = input._data.shape[d]
     if split_size < 0:
         raise ShapeError(f"split expects split_size be non-negative, but got split_size={split_size}")
     if split_size == 0 and size != 0:
@@ -193,12 +203,13 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     """At most ``chunks`` equal parts along ``dim`` (the last smaller): views, one SplitBackward0."""
     chunks = _int(chunks, "chunks")
-    if input.ndim == 0:
+    shape = input._data.shape
+    if not shape:
         raise ShapeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = input.shape[_wrap_dim(dim, input.ndim)]
-    return _by_size(input, -(-size // chunks), dim)
+    d = _wrap_dim(dim, len(shape))
+    return _by_size(input, -(-shape[d] // chunks), dim, d)
 
 
 def _iter(self):

@@ -140,7 +140,7 @@ def test_views_of_views_share_the_root_and_its_version():
     assert v._base is x and v._vc is x._vc
     assert [step[0].__name__ for step in v._view.chain] == \
         ["ViewBackward0", "SliceBackward0", "PermuteBackward0", "UnsqueezeBackward0", "SqueezeBackward1"]
-    assert v in views._live_views(x)
+    assert id(v) in [id(w) for w in views._live_views(x)]
     x.mul_(2)
     assert v._version == 1 and v.grad_fn.name() == "AsStridedBackward0"
 
@@ -183,11 +183,21 @@ def test_view_of_makes_the_node_apply1_makes(case):
     from gradcli.autograd.function import apply1
     x = gradcli.tensor(DATA, requires_grad=True) * 1
     cls, input, attrs = _view_cases(x)[case]
-    fast = views.view_of(cls, input, attrs).grad_fn
-    plain = apply1(cls, input, input._data, attrs).grad_fn
+    out = views.view_of(cls, input, attrs)
+    ref = views.make_view(apply1(cls, input, input._data, attrs), input, cls, attrs)
+    fast, plain = out.grad_fn, ref.grad_fn
     assert views._PLAIN[cls] is True  # the class saves nothing: its node is made by view_of itself
     assert _fields(fast) == _fields(plain) and type(fast) is cls
     assert fast._seq > plain._seq - 2
+    # the tensor and its ViewInfo: what Tensor._make and make_view give
+    tensor_slots = [s for s in gradcli.Tensor.__slots__ if s not in ("__weakref__", "grad_fn", "_view", "_data")]
+    assert {s: getattr(out, s) for s in tensor_slots} == {s: getattr(ref, s) for s in tensor_slots}
+    assert out._data.base is ref._data.base and out._data.strides == ref._data.strides
+    info_slots = [s for s in views.ViewInfo.__slots__ if s != "base"]
+    assert {s: getattr(out._view, s) for s in info_slots} == {s: getattr(ref._view, s) for s in info_slots}
+    assert out._view.base is ref._view.base is out._base
+    live = [id(v) for v in views._live_views(out._base)]
+    assert id(out) in live and id(ref) in live
 
 
 def test_view_of_nodes_take_the_anomaly_modes_counter():

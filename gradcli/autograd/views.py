@@ -40,7 +40,8 @@ from . import node as _node
 from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED
 from . import tensor as _tensor_module
 from .function import apply1 as _apply1
-from .tensor import Tensor
+from .tensor import Tensor, _ndarray_type as _ndarray
+from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
@@ -151,11 +152,56 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
-    if input._view is not None:  # the input may be output k > 0 of its grad_fn (a row of unbind)
+    info = input._view
+    if info is not None:  # the input may be output k > 0 of its grad_fn (a row of unbind)
         nr = input.output_nr
         if nr:
             EDGE_NRS[node] = (nr,)
-    return make_view(_make(data, backend, node), input, cls, attrs)
+    if data.__class__ is not _ndarray or info.__class__ is not ViewInfo and info is not None:
+        return make_view(_make(data, backend, node), input, cls, attrs)
+    # The view: Tensor._make's fields and make_view's, set once (a recorded view of a NumPy array)
+    if data.nbytes >= _TRACK_BYTES:
+        _track(data)
+    out = _new(Tensor)
+    out._data = data
+    out._backend = backend
+    out._requires_grad = True
+    out.grad_fn = node
+    out._grad = out._acc = out._hooks = None
+    out._retains_grad = False
+    view = out._view = _new(ViewInfo)
+    step = (cls, da.shape, attrs)
+    if info is None:
+        view.base = root = input
+        view.chain = (step,)
+        view.no_grad = view.multi = view.inference = False
+    else:
+        view.base = root = info.base
+        view.chain = info.chain + (step,)
+        if info.inference:
+            view.no_grad, view.multi, view.inference = info.no_grad, info.multi, True
+        elif _GRAD.inference:  # torch's propagate_creation_meta (grad mode is on here)
+            view.no_grad, view.multi, view.inference = True, False, True
+        else:
+            view.no_grad, view.multi, view.inference = info.no_grad, info.multi, False
+    if info is None and _GRAD.inference:
+        view.no_grad, view.multi, view.inference = True, False, True
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    out._vc = vc
+    view.version = vc[0]
+    view.stale = None
+    view.output_nr = 0
+    view.derived = False
+    entry = _LIVE.get(id(root))  # _register, inlined
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    refs.append(_ref(out))
+    if len(refs) > entry[2]:
+        _prune(entry)
+    return out
 
 
 _PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?

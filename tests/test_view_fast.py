@@ -94,6 +94,12 @@ def test_expand(sizes):
     _same(lambda a: a[:, :1].expand(*sizes))
 
 
+@pytest.mark.parametrize("other", [(2, 3, 4), (5, 3, 4), (3, 1, 4), "number"])
+def test_expand_as(other):
+    like = (lambda lib: 5) if other == "number" else (lambda lib: lib.zeros(*other))
+    _same(lambda a: a[:, :1].expand_as(like(torch if isinstance(a, torch.Tensor) else gradcli)))
+
+
 def test_expand_checks_the_element_limit():
     x = gradcli.tensor([1.0, 2.0], requires_grad=True)
     LIMITS.max_elements = 100

@@ -326,7 +326,10 @@ def _squeeze4(input, dim):
 @op(ExpandBackward0, category="shape")
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
-    sizes = _shape_arg(sizes)
+    return _expand(input, _shape_arg(sizes))
+
+
+def _expand(input, sizes):
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise ShapeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
@@ -359,7 +362,9 @@ def expand(input, *sizes):
 @op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
-    return expand(input, *other.shape)
+    if other.__class__ is not Tensor and not isinstance(other, Tensor):
+        raise GradTypeError(f"expand_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return _expand(input, other._data.shape)
 
 
 @op(DiagonalBackward0, category="shape")

@@ -159,7 +159,13 @@ def test_a_view_made_under_no_grad_keeps_torchs_creation_meta():
     with gradcli.inference_mode():
         with gradcli.enable_grad():
             w = x.view(24)
-    assert w._view.no_grad and w._view.inference
+            ww = w.view(4, 6)
+    assert w._view.no_grad and w._view.inference and ww.grad_fn.name() == "ViewBackward0"
+    assert (ww._view.no_grad, ww._view.multi, ww._view.inference) == (True, False, True) and ww._base is x
+    u = (x * 1).unbind(0)[1]  # multi-output meta is inherited by a view of the view
+    uu = u.view(12)
+    assert (uu._view.no_grad, uu._view.multi, uu._view.inference) == (False, True, False)
+    assert uu.grad_fn.next_functions[0][1] == 1
 
 
 # -- the nodes made without function.apply1 / node.new_node are theirs ------------------------------

@@ -159,8 +159,13 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
             EDGE_NRS[node] = (nr,)
     if data.__class__ is not _ndarray or info.__class__ is not ViewInfo and info is not None:
         return make_view(_make(data, backend, node), input, cls, attrs)
-    # The view: Tensor._make's fields and make_view's, set once (a recorded view of a NumPy array)
-    if data.nbytes >= _TRACK_BYTES:
+    return _recorded_view(data, backend, node, input, info, (cls, da.shape, attrs))
+
+
+def _recorded_view(data, backend, node, input, info, step) -> Tensor:
+    """``make_view(Tensor._make(data, backend, node), ...)`` for a recorded view of a NumPy array
+    (grad mode on, ``info``: the input's ViewInfo or None), each field set once."""
+    if data.nbytes >= _TRACK_BYTES:  # Tensor._make's
         _track(data)
     out = _new(Tensor)
     out._data = data
@@ -170,22 +175,17 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     out._grad = out._acc = out._hooks = None
     out._retains_grad = False
     view = out._view = _new(ViewInfo)
-    step = (cls, da.shape, attrs)
     if info is None:
         view.base = root = input
         view.chain = (step,)
-        view.no_grad = view.multi = view.inference = False
+        meta = _DEFAULT
     else:
         view.base = root = info.base
         view.chain = info.chain + (step,)
-        if info.inference:
-            view.no_grad, view.multi, view.inference = info.no_grad, info.multi, True
-        elif _GRAD.inference:  # torch's propagate_creation_meta (grad mode is on here)
-            view.no_grad, view.multi, view.inference = True, False, True
-        else:
-            view.no_grad, view.multi, view.inference = info.no_grad, info.multi, False
-    if info is None and _GRAD.inference:
-        view.no_grad, view.multi, view.inference = True, False, True
+        meta = (info.no_grad, info.multi, info.inference)
+    if _GRAD.inference and not meta[2]:  # torch's propagate_creation_meta (grad mode is on here)
+        meta = _INFERENCE
+    view.no_grad, view.multi, view.inference = meta
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
@@ -204,13 +204,15 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     return out
 
 
+_DEFAULT = (False, False, False)  # creation metas as (no_grad, multi, inference): DEFAULT, INFERENCE_MODE
+_INFERENCE = (True, False, True)
 _PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
     """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
-    ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views.
-    Every view op pays this: the fields are set without calls (ViewInfo's, _register's inlined)."""
+    ``multi``: made by a function returning several views (``multi_views`` does that for all of them).
+    The fields are set without calls (ViewInfo's, _register's inlined)."""
     if out is input:
         return out
     info = input._view
@@ -265,8 +267,8 @@ def multi_views(input: Tensor, arrays, node, cls, keys) -> tuple:
     """The outputs of a function returning several views of ``input`` (unbind, split, chunk):
     output ``i`` holds ``arrays[i]``, has ``node`` (None when nothing is recorded) as grad_fn and
     ``i`` as output_nr, and is the view ``cls`` with attribute ``keys[i]`` makes (for CopySlices).
-    What ``multi_view`` gives each, with what the outputs share (root, version counter, creation
-    meta, the chain up to the input, the live-view list) found once."""
+    What ``make_view(..., output_nr=i, multi=True)`` gives each, with what the outputs share (root,
+    version counter, creation meta, the chain up to the input, the live-view list) found once."""
     info = input._view
     shape = input._data.shape
     if info.__class__ is ViewInfo:
@@ -317,12 +319,6 @@ def multi_views(input: Tensor, arrays, node, cls, keys) -> tuple:
 
 
 _make = Tensor._make
-
-
-def multi_view(out: Tensor, input: Tensor, cls, attrs, output_nr: int) -> Tensor:
-    """``out`` is output ``output_nr`` of a function returning several views of ``input`` (unbind,
-    split); ``cls``/``attrs``: the single-view op that makes the same view (for CopySlices)."""
-    return make_view(out, input, cls, attrs, output_nr, multi=True)
 
 
 MULTI_SUFFIX = (" This view is the output of a function that returns multiple views. Such functions do not allow "

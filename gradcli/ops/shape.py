@@ -11,7 +11,7 @@ from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd import node as _node
-from ..autograd.node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, define_node, new_node
+from ..autograd.node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, define_node
 from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
 from ..autograd.views import rebase, view_of, writable
 

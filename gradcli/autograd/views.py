@@ -36,9 +36,12 @@ import weakref
 
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
-from .node import EDGE_NRS, Node, _FREED, _sequence
+from . import node as _node
+from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED
 from . import tensor as _tensor_module
-from .tensor import Tensor
+from .function import apply1 as _apply1
+from .tensor import Tensor, _ndarray_type as _ndarray
+from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
@@ -88,15 +91,27 @@ _ref = weakref.ref
 
 
 def _register(root, view) -> None:
-    key = id(root)
-    entry = _LIVE.get(key)
+    """Add ``view`` to the live views of ``root`` (what ``make_view`` inlines)."""
+    entry = _LIVE.get(id(root))
     if entry is None or entry[0]() is not root:
-        entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+        entry = _new_entry(root)
     refs = entry[1]
     refs.append(_ref(view))
     if len(refs) > entry[2]:
-        refs[:] = [r for r in refs if r() is not None]
-        entry[2] = max(16, 2 * len(refs))
+        _prune(entry)
+
+
+def _new_entry(root):
+    key = id(root)
+    entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+    return entry
+
+
+def _prune(entry) -> None:
+    """Drop the dead views' references once the list doubled since the last pruning."""
+    refs = entry[1]
+    refs[:] = [r for r in refs if r() is not None]
+    entry[2] = max(16, 2 * len(refs))
 
 
 def _live_views(root):
@@ -106,47 +121,204 @@ def _live_views(root):
     return [t for t in (r() for r in entry[1]) if t is not None]
 
 
-def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
-    """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
-    ``output_nr`` > 0 (or a multi-output op's output 0, ``multi_view``) for one of several views."""
-    if out is input:
-        return out
+def view_of(cls, input: Tensor, attrs=()) -> Tensor:
+    """Record the single-view op ``cls`` on ``input``: every view op's one path (``view``,
+    ``transpose``, ``select``, ``x[0]``, ``expand``...). The result shares the input's storage
+    and version counter and is a view of its root.
+
+    A view's node saves nothing (its formula reads the input's sizes and its own attributes), so
+    it is made here as ``function.apply1`` makes a node that saves nothing, without apply1's save
+    plan (tests/test_view_fast.py checks that the two make the same node); a view op whose
+    formula reads a saved value goes through apply1."""
+    plain = _PLAIN.get(cls)
+    if plain is None:
+        plain = _PLAIN[cls] = cls._arity == 1 and cls._mask_plans is not None and not any(cls._mask_plans[1])
+    if not plain:
+        return make_view(_apply1(cls, input, input._data, attrs), input, cls, attrs)
+    da = input._data
+    backend = input._backend
+    data = cls.forward(backend.xp, da, *attrs)
+    if not input._requires_grad or not _GRAD.enabled:
+        return make_view(_make(data, backend), input, cls, attrs)
+    node = _new(cls)
+    node._n0 = input.grad_fn or input._accumulator()
+    node._n1 = node._nx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
+    node._k = 1
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = (da.shape,) if cls.save_sizes else None
+    node._shape = data.shape
+    node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
+    if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
+        PACK_SAVED[0](node)
     info = input._view
-    if info.__class__ is ViewInfo:
-        root, chain, meta = info.base, info.chain, (info.no_grad, info.multi, info.inference)
+    if info is not None:  # the input may be output k > 0 of its grad_fn (a row of unbind)
+        nr = input.output_nr
+        if nr:
+            EDGE_NRS[node] = (nr,)
+    if data.__class__ is not _ndarray or info.__class__ is not ViewInfo and info is not None:
+        return make_view(_make(data, backend, node), input, cls, attrs)
+    return _recorded_view(data, backend, node, input, info, (cls, da.shape, attrs))
+
+
+def _recorded_view(data, backend, node, input, info, step) -> Tensor:
+    """``make_view(Tensor._make(data, backend, node), ...)`` for a recorded view of a NumPy array
+    (grad mode on, ``info``: the input's ViewInfo or None), each field set once."""
+    if data.nbytes >= _TRACK_BYTES:  # Tensor._make's
+        _track(data)
+    out = _new(Tensor)
+    out._data = data
+    out._backend = backend
+    out._requires_grad = True
+    out.grad_fn = node
+    out._grad = out._acc = out._hooks = None
+    out._retains_grad = False
+    view = out._view = _new(ViewInfo)
+    if info is None:
+        view.base = root = input
+        view.chain = (step,)
+        meta = _DEFAULT
     else:
-        root, chain, meta = input, (), (False, False, False)
+        view.base = root = info.base
+        view.chain = info.chain + (step,)
+        meta = (info.no_grad, info.multi, info.inference)
+    if _GRAD.inference and not meta[2]:  # torch's propagate_creation_meta (grad mode is on here)
+        meta = _INFERENCE
+    view.no_grad, view.multi, view.inference = meta
     vc = root._vc
     if vc is None:
         vc = root._vc = [0]
     out._vc = vc
-    if not meta[2]:  # torch's propagate_creation_meta: a new meta other than DEFAULT wins, but INFERENCE stays
-        if _GRAD.inference:
-            meta = (True, False, True)
-        elif not _GRAD.enabled:
-            meta = (True, False, False)
-        elif multi:
-            meta = (False, True, False)
-    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
-        output_nr = 0
-    view = out._view = _new(ViewInfo)  # ViewInfo's fields, without a call of its __init__
-    view.base = root
-    view.chain = chain + ((cls, tuple(input._data.shape), attrs),)
-    view.no_grad, view.multi, view.inference = meta
-    view.output_nr = output_nr
     view.version = vc[0]
     view.stale = None
+    view.output_nr = 0
     view.derived = False
-    if out.grad_fn is None and input._requires_grad:  # made under no_grad: requires grad, no edge
-        out._requires_grad = view.derived = True
-    _register(root, out)
+    entry = _LIVE.get(id(root))  # _register, inlined
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    refs.append(_ref(out))
+    if len(refs) > entry[2]:
+        _prune(entry)
     return out
 
 
-def multi_view(out: Tensor, input: Tensor, cls, attrs, output_nr: int) -> Tensor:
-    """``out`` is output ``output_nr`` of a function returning several views of ``input`` (unbind,
-    split); ``cls``/``attrs``: the single-view op that makes the same view (for CopySlices)."""
-    return make_view(out, input, cls, attrs, output_nr, multi=True)
+_DEFAULT = (False, False, False)  # creation metas as (no_grad, multi, inference): DEFAULT, INFERENCE_MODE
+_INFERENCE = (True, False, True)
+_PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
+
+
+def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
+    """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
+    ``multi``: made by a function returning several views (``multi_views`` does that for all of them).
+    The fields are set without calls (ViewInfo's, _register's inlined)."""
+    if out is input:
+        return out
+    info = input._view
+    step = (cls, input._data.shape, attrs)
+    view = _new(ViewInfo)
+    if info.__class__ is ViewInfo:
+        view.base = root = info.base
+        view.chain = info.chain + (step,)
+        no_grad, view_multi, inference = info.no_grad, info.multi, info.inference
+    else:
+        view.base = root = input
+        view.chain = (step,)
+        no_grad = view_multi = inference = False
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    out._vc = vc
+    if not inference:  # torch's propagate_creation_meta: a new meta other than DEFAULT wins, but INFERENCE stays
+        state = _GRAD
+        if state.inference:
+            no_grad, view_multi, inference = True, False, True
+        elif not state.enabled:
+            no_grad, view_multi = True, False
+        elif multi:
+            no_grad, view_multi = False, True
+    view.no_grad = no_grad
+    view.multi = view_multi
+    view.inference = inference
+    view.version = vc[0]
+    view.stale = None
+    out._view = view
+    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
+        view.output_nr = 0
+        if input._requires_grad:  # made under no_grad: requires grad, no edge
+            out._requires_grad = view.derived = True
+        else:
+            view.derived = False
+    else:
+        view.output_nr = output_nr
+        view.derived = False
+    entry = _LIVE.get(id(root))  # _register, inlined
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    refs.append(_ref(out))
+    if len(refs) > entry[2]:
+        _prune(entry)
+    return out
+
+
+def multi_views(input: Tensor, arrays, node, cls, keys) -> tuple:
+    """The outputs of a function returning several views of ``input`` (unbind, split, chunk):
+    output ``i`` holds ``arrays[i]``, has ``node`` (None when nothing is recorded) as grad_fn and
+    ``i`` as output_nr, and is the view ``cls`` with attribute ``keys[i]`` makes (for CopySlices).
+    What ``make_view(..., output_nr=i, multi=True)`` gives each, with what the outputs share (root,
+    version counter, creation meta, the chain up to the input, the live-view list) found once."""
+    info = input._view
+    shape = input._data.shape
+    if info.__class__ is ViewInfo:
+        root, prefix = info.base, info.chain
+        no_grad, multi, inference = info.no_grad, info.multi, info.inference
+    else:
+        root, prefix = input, ()
+        no_grad = multi = inference = False
+    if not inference:  # make_view's propagation of the creation meta, for multi=True
+        state = _GRAD
+        if state.inference:
+            no_grad, multi, inference = True, False, True
+        elif not state.enabled:
+            no_grad, multi = True, False
+        else:
+            no_grad, multi = False, True
+    vc = root._vc
+    if vc is None:
+        vc = root._vc = [0]
+    version = vc[0]
+    derived = node is None and input._requires_grad  # made under no_grad: requires grad, no edge
+    entry = _LIVE.get(id(root))
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    backend = input._backend
+    outs = []
+    for i, data in enumerate(arrays):
+        out = _make(data, backend, node)
+        out._vc = vc
+        view = out._view = _new(ViewInfo)
+        view.base = root
+        view.chain = prefix + ((cls, shape, (keys[i],)),)
+        view.no_grad = no_grad
+        view.multi = multi
+        view.inference = inference
+        view.version = version
+        view.stale = None
+        view.output_nr = 0 if node is None else i
+        view.derived = derived
+        if derived:
+            out._requires_grad = True
+        refs.append(_ref(out))
+        outs.append(out)
+    if len(refs) > entry[2]:
+        _prune(entry)
+    return tuple(outs)
+
+
+_make = Tensor._make
 
 
 MULTI_SUFFIX = (" This view is the output of a function that returns multiple views. Such functions do not allow "
@@ -367,7 +539,7 @@ def _init(node, children, live=None):
     node._pre_hooks = None
     node._retain = None
     node._shapes = None
-    node._seq = next(_sequence)
+    node._seq = _node._next_seq()
 
 
 def _replay(chain, g, F, differentiable):

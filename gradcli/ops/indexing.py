@@ -92,6 +92,8 @@ def index_with_key(x, key):
 @op(SliceBackward0, category="shape")
 def narrow(input, dim, start, length):
     """``length`` elements of ``dim`` from ``start`` (a view: SliceBackward0)."""
+    if not input._data.ndim:
+        raise ShapeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(dim, input.ndim)
     size = input.shape[dim]
     if not -size <= start <= size:
@@ -119,12 +121,38 @@ def _consumed(item) -> int:
 
 def getitem(x: Tensor, key):
     """``x[key]`` for ints, slices, None, ..., integer lists and bool/integer tensors."""
+    if key.__class__ is int:  # x[0]: one select (what _decompose records, without its passes)
+        return _select(x, 0, key, 0)
+    if key.__class__ is tuple and 0 < len(key) <= x._data.ndim:
+        out = _basic(x, key)
+        if out is not None:
+            return out
     out, full, recorded = _decompose(x, key)
     if full is not None:
         return apply(IndexBackward0, (out,), (full,))
     if not recorded:
         return view_of(AliasBackward0, out)
     return out
+
+
+def _basic(x: Tensor, key: tuple):
+    """``x[key]`` for a tuple of ints and slices, no more than ``x`` has dims (``x[:, 1]``,
+    ``x[0, 1:]``): recorded left to right as ``_decompose`` does; None for any other item."""
+    for item in key:
+        if item.__class__ is not int and item.__class__ is not slice:
+            return None
+    out, d = x, 0
+    for position, item in enumerate(key):
+        if item.__class__ is int:
+            out = _select(out, d, item, position)
+        else:
+            if item != _ALL:  # a bare ``:`` inside a tuple records nothing
+                out = _slice(out, d, item)
+            d += 1
+    return view_of(AliasBackward0, out) if out is x else out
+
+
+_ALL = slice(None)
 
 
 def _decompose(x: Tensor, key, skip_full: bool = False):
@@ -221,10 +249,11 @@ def _check_index_size(shape, advanced) -> None:
 
 
 def _select(x, dim, index, position=None):
-    if x.ndim == 0:
+    shape = x._data.shape
+    if not shape:
         raise GradIndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    size = x.shape[dim]
+    size = shape[dim]
     if not -size <= index < size:
         raise GradIndexError(f"index {index} is out of bounds for dimension {dim if position is None else position} "
                          f"with size {size}")
@@ -239,7 +268,7 @@ def _slice(x, dim, item):
         raise ShapeError("step must be greater than zero")
     for part in (item.start, item.stop, item.step):
         if part is not None and (isinstance(part, bool) or not isinstance(part, int)):
-            raise GradTypeError("slice indices must be integers or None")
+            raise GradTypeError("slice indices must be integers or None or have an __index__ method")
     return view_of(SliceBackward0, x, ((slice(None),) * dim + (item,) + _rest(dim, x.ndim),))
 
 
@@ -286,12 +315,17 @@ Tensor.__getitem__ = _checked_getitem
 @op(SelectBackward0, category="shape")
 def select(input, dim, index):
     """The slice at ``index`` along ``dim`` (that dim removed)."""
-    d = _wrap_dim(dim, input.ndim)
-    size = input.shape[d]
-    if not -size <= int(index) < size:
-        raise GradIndexError(f"select(): index {int(index)} out of range for tensor of size {list(input.shape)} "
+    shape = input._data.shape
+    if not shape:
+        raise GradIndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, len(shape))
+    size = shape[d]
+    if index.__class__ is not int:
+        index = int(index)
+    if not -size <= index < size:
+        raise GradIndexError(f"select(): index {index} out of range for tensor of size {list(shape)} "
                              f"at dimension {d}")
-    return _select(input, d, int(index))
+    return _select(input, d, index)
 
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import STATE as _GRAD
 from ..autograd import node as _node
-from ..autograd.node import MultiOutputNode, note_edge_nrs, set_children
+from ..autograd.node import MultiOutputNode, note_edge_nrs
 from ..autograd.tensor import Tensor, _wrap_dim
-from ..autograd.views import multi_view
+from ..autograd.views import multi_views
 from ..errors import DimensionError, GradTypeError, ShapeError
 from .indexing import SelectBackward0, SliceBackward0
 from .registry import op
@@ -32,14 +32,34 @@ class _JoinBackward(MultiOutputNode):
     _stack = False  # unbind: stack the parts (a new dim); split: cat them
 
     def apply(self, grads, F, differentiable):
+        if not differentiable:  # zeros of the input's shape, each output's gradient copied into its part
+            first = None
+            for g in grads:
+                if g is not None:
+                    first = g
+                    break
+            out = F.backend.xp.zeros(self._shapes[0], dtype=first.dtype)
+            for g, key in zip(grads, self._keys()):
+                if g is not None:
+                    out[key] = g
+            return (out,)
         dim, sizes = self._attrs[0], self._parts()
         first = next(g for g in grads if g is not None)
         parts = [g if g is not None else _zeros(first, size, F, differentiable) for g, size in zip(grads, sizes)]
-        if differentiable:
-            from . import cat, stack
-            return ((stack if self._stack else cat)(parts, dim),)
-        xp = F.backend.xp
-        return ((xp.stack if self._stack else xp.concat)(parts, axis=dim),)
+        from . import cat, stack
+        return ((stack if self._stack else cat)(parts, dim),)
+
+    def _keys(self):
+        """The index of each output's part in the input (what the forward took)."""
+        dim = self._attrs[0]
+        lead = (slice(None),) * dim
+        if self._stack:
+            return [lead + (i,) for i in range(self._shapes[0][dim])]
+        keys, start = [], 0
+        for n in self._sizes():
+            keys.append(lead + (slice(start, start + n),))
+            start += n
+        return keys
 
     def _parts(self):
         """The shape of each output."""
@@ -83,11 +103,12 @@ class SplitWithSizesBackward0(_JoinBackward):
 
 def _record(cls, input, keys, view_cls, attrs):
     """The outputs ``input[key]`` for each key, all with one ``cls`` node, each a view of ``input``."""
-    backend = input._backend
     node = None
     if input._requires_grad and _GRAD.enabled:
         node = object.__new__(cls)
-        set_children(node, (input.grad_fn or input._accumulator(),))
+        node._n0 = input.grad_fn or input._accumulator()  # set_children, for one child
+        node._n1 = node._nx = None
+        node._k = 1
         if input._view is not None:
             note_edge_nrs(node, (input,))
         node._s0 = node._s1 = node._sx = node._sr = None
@@ -95,32 +116,36 @@ def _record(cls, input, keys, view_cls, attrs):
         node._attrs = attrs
         node._pre_hooks = None
         node._retain = None
-        node._shapes = (tuple(input._data.shape),)
-        node._shape = tuple(input._data.shape)
+        shape = input._data.shape
+        node._shapes = (shape,)
+        node._shape = shape
         node._nout = len(keys)
         node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
     data = input._data
-    return tuple(multi_view(Tensor._make(data[key], backend, node), input, view_cls, (key,), i)
-                 for i, key in enumerate(keys))
+    return multi_views(input, [data[key] for key in keys], node, view_cls, keys)
 
 
 def _dim_of(input, dim, what):
-    if input.ndim == 0:
+    ndim = input._data.ndim
+    if ndim == 0:
         if what == "unbind":
             raise DimensionError("Dimension specified as 0 but tensor has no dimensions")
         raise ShapeError(f"{what} expects at least a 1-dimensional tensor")
-    return _wrap_dim(dim, input.ndim)
+    return _wrap_dim(dim, ndim)
 
 
 @op(UnbindBackward0, category="shape")
 def unbind(input, dim=0):
     """The slices along ``dim`` (that dim removed), as a tuple of views; one UnbindBackward0 node."""
     d = _dim_of(input, dim, "unbind")
-    keys = [(slice(None),) * d + (i, Ellipsis) for i in range(input.shape[d])]
+    lead = (slice(None),) * d
+    keys = [lead + (i, Ellipsis) for i in range(input._data.shape[d])]
     return _record(UnbindBackward0, input, keys, SelectBackward0, (d, int(dim)))
 
 
 def _int(value, what):
+    if value.__class__ is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise GradTypeError(f"{what} must be an int, not {type(value).__name__}")
     return value
@@ -128,15 +153,18 @@ def _int(value, what):
 
 def _parts(input, d, sizes):
     keys, start = [], 0
+    lead = (slice(None),) * d
     for n in sizes:
-        keys.append((slice(None),) * d + (slice(start, start + n),) + (Ellipsis,))
+        keys.append(lead + (slice(start, start + n), Ellipsis))
         start += n
     return keys
 
 
-def _by_size(input, split_size, dim):
-    d = _dim_of(input, dim, "split")
-    size = input.shape[d]
+def _by_size(input, split_size, dim, d=None):
+    """``split(split_size, dim)``; ``d``: ``dim`` already wrapped (chunk's)."""
+    if d is None:
+        d = _dim_of(input, dim, "split")
+    size = input._data.shape[d]
     if split_size < 0:
         raise ShapeError(f"split expects split_size be non-negative, but got split_size={split_size}")
     if split_size == 0 and size != 0:
@@ -175,12 +203,13 @@ def split(tensor, split_size_or_sections, dim=0):
 def chunk(input, chunks, dim=0):
     """At most ``chunks`` equal parts along ``dim`` (the last smaller): views, one SplitBackward0."""
     chunks = _int(chunks, "chunks")
-    if input.ndim == 0:
+    shape = input._data.shape
+    if not shape:
         raise ShapeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    size = input.shape[_wrap_dim(dim, input.ndim)]
-    return _by_size(input, -(-size // chunks), dim)
+    d = _wrap_dim(dim, len(shape))
+    return _by_size(input, -(-shape[d] // chunks), dim, d)
 
 
 def _iter(self):

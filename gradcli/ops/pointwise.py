@@ -14,7 +14,7 @@ from ..errors import GradTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
-from ..limits import check_numel
+from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import rebase, writable
@@ -533,6 +533,12 @@ def masked_fill(input, mask, value):
     if mask.__class__ is not Tensor or mask.dtype.name != "bool":
         kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
         raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
+    m = mask._data
+    if m.shape == input._data.shape:  # the usual call: a mask of the input's shape is its own broadcast
+        if mask._backend is input._backend:
+            if value.__class__ is Tensor:
+                return _masked_fill_tensor(input, m, value)
+            return apply(MaskedFillBackward0, (input,), (m, value))
     xp = input._backend.xp
     try:  # a mask of more dims broadcasts the result (the gradient is summed back to the input)
         m = xp.broadcast_to(mask._data, _broadcast_shapes(input.shape, mask.shape))
@@ -541,11 +547,15 @@ def masked_fill(input, mask, value):
                          f"tensor b ({input.shape[-1] if input.ndim else 1}) at non-singleton dimension "
                          f"{_builtins_max(input.ndim, mask.ndim) - 1}") from None
     if value.__class__ is Tensor:
-        if value.ndim:
-            raise ShapeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                             f"{value.ndim} dimension(s).")
-        return apply(MaskedFillBackward1, (input, value), (m,))
+        return _masked_fill_tensor(input, m, value)
     return apply(MaskedFillBackward0, (input,), (m, value))
+
+
+def _masked_fill_tensor(input, m, value):
+    if value.ndim:
+        raise ShapeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                         f"{value.ndim} dimension(s).")
+    return apply(MaskedFillBackward1, (input, value), (m,))
 
 
 def _builtins_max(a, b):
@@ -564,8 +574,13 @@ def where(condition, input, other):
         input = _scalar_like(input, other)
     if other.__class__ is not Tensor:
         other = _scalar_like(other, input)
-    out_shape = _broadcast_shapes(condition.shape, input.shape, other.shape)
-    check_numel(out_shape)
+    shape = condition._data.shape
+    if input._data.shape != shape or other._data.shape != shape:
+        check_numel(_broadcast_shapes(condition.shape, input.shape, other.shape))
+    else:  # the usual call, equal shapes: check_numel where it could refuse (empty, or big)
+        n = condition._data.size
+        if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:
+            check_numel(shape)
     # xp.where broadcasts the condition too; the inputs keep their shapes, so that their
     # gradients are summed back to them
     return apply(WhereBackward0, (input, other), (condition._data,), _operands(input, other, "where"))

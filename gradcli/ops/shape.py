@@ -4,25 +4,31 @@ from __future__ import annotations
 
 import functools
 
-from ..backend import dtypes as _dt
+from ..backend import NUMPY, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply
 from ..autograd.grad_mode import STATE
 from .registry import op
-from ..limits import check_numel
-from ..autograd.node import Node, define_node, new_node
-from ..autograd.tensor import Tensor, _wrap_dim, is_inference_vc
-from ..autograd.views import make_view, rebase, writable
+from ..limits import LIMITS, TRACK_BYTES, check_numel
+from ..autograd import node as _node
+from ..autograd.node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, define_node
+from ..autograd.tensor import Tensor, _ndarray_type, _wrap_dim, is_inference_vc
+from ..autograd.views import rebase, view_of, writable
+
+_ndarray = _ndarray_type
+_concatenate = NUMPY.xp.concatenate  # NumPy's own (a C function)
 
 
-def view_of(cls, input, attrs=()):
-    """Record view op ``cls`` on ``input``: the result shares its storage and version counter."""
-    return make_view(apply(cls, (input,), attrs), input, cls, attrs)
+# A view op's forward: the ndarray's own method where the array is NumPy's (what the namespace's
+# function calls, one Python call less on every view), the array API's function otherwise.
+def _reshape_forward(xp, x, shape):
+    return x.reshape(shape) if x.__class__ is _ndarray else xp.reshape(x, shape)
+
 
 ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
-                            forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+                            forward=_reshape_forward, attrs=("shape",))
 UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
-                                  forward=lambda xp, x, shape: xp.reshape(x, shape), attrs=("shape",))
+                                  forward=_reshape_forward, attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
 CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
 # What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
@@ -39,15 +45,18 @@ FillBackward3 = define_node("FillBackward3", inputs=("self", "value"), self="F.z
                             forward=lambda xp, x, value: xp.asarray(xp.broadcast_to(value, x.shape), copy=True))
 TransposeBackward0 = define_node("TransposeBackward0", attrs=("dim0", "dim1"),
                                  self="F.transpose(grad, dim0, dim1)",
-                                 forward=lambda xp, x, d0, d1: xp.permute_dims(x, _swap(x.ndim, d0, d1)))
+                                 forward=lambda xp, x, d0, d1: x.swapaxes(d0, d1) if x.__class__ is _ndarray else
+                                 xp.permute_dims(x, _swap(x.ndim, d0, d1)))
 TBackward0 = define_node("TBackward0", self="F.t(grad)",
-                         forward=lambda xp, x: x if x.ndim < 2 else xp.permute_dims(x, (1, 0)))
+                         forward=lambda xp, x: x if x.ndim < 2 else
+                         x.transpose() if x.__class__ is _ndarray else xp.permute_dims(x, (1, 0)))
 PermuteBackward0 = define_node("PermuteBackward0", attrs=("dims",),
                                self="F.permute(grad, inverse_permutation(dims))",
-                               forward=lambda xp, x, dims: xp.permute_dims(x, dims))
+                               forward=lambda xp, x, dims: x.transpose(dims) if x.__class__ is _ndarray else
+                               xp.permute_dims(x, dims))
 UnsqueezeBackward0 = define_node("UnsqueezeBackward0", attrs=("dim",), self="F.squeeze(grad, dim)",
                                  forward=lambda xp, x, dim: xp.expand_dims(x, axis=dim))
-_squeeze_forward = (lambda xp, x, shape: xp.reshape(x, shape))
+_squeeze_forward = _reshape_forward
 SqueezeBackward0 = define_node("SqueezeBackward0", attrs=("shape",), self="F.reshape(grad, self_sizes)",
                                forward=_squeeze_forward)
 SqueezeBackward1 = define_node("SqueezeBackward1", attrs=("shape",), self="F.reshape(grad, self_sizes)",
@@ -66,7 +75,8 @@ DiagonalBackward0 = define_node(
     "DiagonalBackward0", attrs=("offset", "dim1", "dim2"),
     self="F.embed(F.permute(grad, diagonal_perm(self_sizes, dim1, dim2)), self_sizes, "
          "diagonal_key(self_sizes, offset, dim1, dim2), False)",
-    forward=lambda xp, x, offset, d1, d2: _diagonal(xp, x, offset, d1, d2))
+    forward=lambda xp, x, offset, d1, d2: x.diagonal(offset, d1, d2) if x.__class__ is _ndarray else
+    _diagonal(xp, x, offset, d1, d2))
 
 
 def _diagonal(xp, x, offset, d1, d2):
@@ -141,10 +151,10 @@ def _infer(shape, numel, original):
     if shape.count(-1) > 1:
         raise ShapeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise ShapeError(f"invalid shape dimension {s}")
+                raise ShapeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
             known *= s
     if -1 in shape:
         if known == 0 or numel % known:
@@ -157,10 +167,28 @@ def _infer(shape, numel, original):
     return shape
 
 
+def _plain_shape(input, shape):
+    """``shape`` (``reshape(2, 2)`` or ``reshape((2, 2))``) when it is the usual call: plain
+    positive ints whose product is the input's size, so nothing needs inferring or checking
+    (``_infer`` gives the same tuple); None otherwise."""
+    if len(shape) == 1 and shape[0].__class__ in (tuple, list):
+        shape = shape[0]
+    n = 1
+    for s in shape:
+        if s.__class__ is not int or s <= 0:
+            return None
+        n *= s
+    return tuple(shape) if n == input._data.size else None
+
+
 @op(ViewBackward0, category="shape")
 def reshape(input, *shape):
     """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
-    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    return _reshaped(input, _plain_shape(input, shape) or _infer(_shape_arg(shape), input.numel(), input.shape))
+
+
+def _reshaped(input, shape):
+    """``reshape`` to a checked shape of the input's size: a view where the strides allow one."""
     if _viewable(input, shape):
         return view_of(ViewBackward0, input, (shape,))
     # as torch: a contiguous copy, then a view of it nobody else can see (x.t().reshape(-1))
@@ -185,9 +213,12 @@ def _viewable(t, shape) -> bool:
 @op(ViewBackward0, category="shape")
 def view(input, *shape):
     """Same data in a new shape (one dim may be -1)."""
-    if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
-        raise GradTypeError("view(dtype) is not supported")
-    shape = _infer(_shape_arg(shape), input.numel(), input.shape)
+    plain = _plain_shape(input, shape)
+    if plain is None:
+        if len(shape) == 1 and isinstance(shape[0], (str, _dt.dtype)):
+            raise GradTypeError("view(dtype) is not supported")
+        plain = _infer(_shape_arg(shape), input.numel(), input.shape)
+    shape = plain
     if not _viewable(input, shape):
         raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                          "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -204,11 +235,11 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise ShapeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return input  # torch returns the tensor itself
-    shape = input.shape
+    shape = input._data.shape
     merged = 1
     for d in shape[s:e + 1]:
         merged *= d
-    return reshape(input, shape[:s] + (merged,) + shape[e + 1:])
+    return _reshaped(input, shape[:s] + (merged,) + shape[e + 1:])
 
 
 def _unsafe_view(input, shape):
@@ -234,7 +265,15 @@ def t(input):
 def permute(input, *dims):
     """Reorder dims."""
     dims = _shape_arg(dims)
-    n = input.ndim
+    n = input._data.ndim
+    seen = 0
+    for d in dims:  # the usual call: each dim once, none negative (a bitmask of those seen)
+        if d.__class__ is not int or not 0 <= d < n:
+            break
+        seen |= 1 << d
+    else:
+        if seen == (1 << n) - 1 and len(dims) == n:
+            return view_of(PermuteBackward0, input, (dims,))
     if len(dims) != n:
         raise ShapeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                          f"the length of the desired ordering of dimensions i.e. input.dim() = {n} "
@@ -258,13 +297,16 @@ Tensor.mT = property(lambda self: transpose(self, -2, -1))
 @op(UnsqueezeBackward0, category="shape")
 def unsqueeze(input, dim):
     """Insert a dim of size 1 at ``dim``."""
-    return view_of(UnsqueezeBackward0, input, (_wrap_dim(dim, input.ndim + 1),))
+    return view_of(UnsqueezeBackward0, input, (_wrap_dim(dim, input._data.ndim + 1),))
 
 
 @op(SqueezeBackward0, SqueezeBackward1, SqueezeBackward2, category="shape")
 def squeeze(input, dim=None):
     """Remove dims of size 1 (all of them, or those in ``dim``)."""
-    shape = input.shape
+    shape = input._data.shape
+    if dim.__class__ is int:  # the usual call: one dim (its size 1 or not, SqueezeBackward1 records it)
+        d = _wrap_dim(dim, len(shape))
+        return view_of(SqueezeBackward1, input, (shape[:d] + shape[d + 1:] if shape and shape[d] == 1 else shape,))
     if dim is None:
         cls, drop = SqueezeBackward0, {i for i, s in enumerate(shape) if s == 1}
     elif isinstance(dim, (list, tuple)):
@@ -278,44 +320,52 @@ def squeeze(input, dim=None):
 
 
 def _squeeze4(input, dim):
-    shape = input.shape
+    shape = input._data.shape
     return view_of(SqueezeBackward4, input, (tuple(s for i, s in enumerate(shape) if i != dim),))
 
 
 @op(ExpandBackward0, category="shape")
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (-1 keeps a dim)."""
-    sizes = _shape_arg(sizes)
-    shape = input.shape
+    return _expand(input, _shape_arg(sizes))
+
+
+def _expand(input, sizes):
+    shape = input._data.shape
     if len(sizes) < len(shape):
         raise ShapeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of "
                          f"sizes provided ({len(sizes)}) must be greater or equal to the number of "
                          f"dimensions in the tensor ({len(shape)})")
     lead = len(sizes) - len(shape)
-    out = []
-    for i, s in enumerate(sizes):
-        if i < lead:
-            if s < 0:
-                raise ShapeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
-                                 f"non-existing dimension {i}")
-            out.append(s)
-            continue
-        have = shape[i - lead]
+    for i in range(lead):
+        if sizes[i] < 0:
+            raise ShapeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                             f"non-existing dimension {i}")
+    out = list(sizes)
+    n = 1
+    for i in range(lead):
+        n *= sizes[i]
+    for i, have in enumerate(shape, lead):
+        s = sizes[i]
         if s == -1:
-            s = have
-        if have != s and have != 1:
+            s = out[i] = have
+        elif have != s and have != 1:
             raise ShapeError(f"The expanded size of the tensor ({s}) must match the existing size ({have}) "
                              f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
                              f"{list(shape)}")
-        out.append(s)
-    check_numel(tuple(out))
-    return view_of(ExpandBackward0, input, (tuple(out),))
+        n *= s
+    out = tuple(out)
+    if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:  # check_numel's conditions
+        check_numel(out)
+    return view_of(ExpandBackward0, input, (out,))
 
 
 @op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
-    return expand(input, *other.shape)
+    if other.__class__ is not Tensor and not isinstance(other, Tensor):
+        raise GradTypeError(f"expand_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return _expand(input, other._data.shape)
 
 
 @op(DiagonalBackward0, category="shape")
@@ -401,6 +451,9 @@ class StackBackward0(Node):
 
     def apply(self, grad, F, differentiable):
         dim, count, casts = self._attrs
+        if not differentiable:  # each input's part of the gradient: a view of it (..., not a 0-d scalar)
+            lead = (slice(None),) * dim
+            return _cast_back([grad[lead + (i, Ellipsis)] for i in range(count)], casts, F, differentiable)
         parts = F.cat_slices(grad, dim, [1] * count)
         return _cast_back([F.reshape(p, tuple(s for i, s in enumerate(p.shape) if i != dim)) for p in parts],
                           casts, F, differentiable)
@@ -418,14 +471,44 @@ def _cast_back(parts, casts, F, differentiable):
 
 
 def _record_variadic(cls, tensors, data, attrs):
+    """The result of cat/stack: one node with an edge per input (None where no gradient flows)."""
     backend = tensors[0]._backend
-    if STATE.enabled and builtins_any([t._requires_grad for t in tensors]):
-        edges = tuple([((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr)
-                       if t._requires_grad else (None, 0) for t in tensors])
-        node = new_node(cls, (), data, attrs, None, edges)
-        return Tensor._make(data, backend, node)
-    return Tensor._make(data, backend)
+    if not STATE.enabled:
+        return Tensor._make(data, backend)
+    edges = []
+    wanted = False
+    for t in tensors:
+        if t._requires_grad:
+            wanted = True
+            edges.append(((t.grad_fn or t._accumulator()), 0 if t._view is None else t.output_nr))
+        else:
+            edges.append(_NO_EDGE)
+    if not wanted:
+        return Tensor._make(data, backend)
+    node = _new(cls)  # new_node's fields for a node that saves nothing
+    k = node._k = len(edges)
+    node._n0 = edges[0][0]
+    node._n1 = edges[1][0] if k > 1 else None
+    node._nx = tuple([e[0] for e in edges[2:]]) if k > 2 else None
+    for e in edges:
+        if e[1]:
+            EDGE_NRS[node] = tuple([e[1] for e in edges])
+            break
+    node._s0 = node._s1 = node._sx = node._sr = node._vr = node._live = node._shapes = None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shape = data.shape
+    node._seq = _node._next_seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+    return Tensor._make(data, backend, node)
 
+
+_new = object.__new__
+
+
+_NO_EDGE = (None, 0)
 
 import builtins as _builtins  # noqa: E402
 
@@ -433,15 +516,18 @@ builtins_any = _builtins.any
 
 
 def _tensor_list(tensors, name):
-    if isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple)):
+    """The tensors of cat/stack, checked: a non-empty list or tuple of tensors on one device."""
+    if tensors.__class__ is not list and (isinstance(tensors, Tensor) or not isinstance(tensors, (list, tuple))):
         raise GradTypeError(f"{name}() expects a list or tuple of tensors")
     if not tensors:
         raise ShapeError("torch.cat(): expected a non-empty list of Tensors" if name == "cat" else
                          f"{name} expects a non-empty TensorList")
+    backend = None
     for t in tensors:
-        if not isinstance(t, Tensor):
+        if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"{name}(): expected Tensor as element, but got {type(t).__name__}")
-    backend = tensors[0]._backend
+        if backend is None:
+            backend = t._backend
     for t in tensors:
         if t._backend is not backend:
             from ..errors import DeviceError
@@ -454,8 +540,14 @@ def _promoted(tensors):
     """The inputs' arrays in their common dtype, and the dtype names their gradients go back to
     (None when all already share one)."""
     dtype = tensors[0]._data.dtype
-    if all(t._data.dtype == dtype for t in tensors):  # one dtype: nothing to promote (the usual case)
-        return [t._data for t in tensors], None
+    arrays = []
+    for t in tensors:
+        data = t._data
+        if data.dtype != dtype:
+            break
+        arrays.append(data)
+    else:  # one dtype: nothing to promote (the usual case)
+        return arrays, None
     target = _dt.result_type([Tensor._make(t._backend.xp.reshape(t._data, (1,)) if t.ndim == 0 else t._data,
                                            t._backend) for t in tensors])
     if all(t.dtype.name == target for t in tensors):
@@ -466,15 +558,23 @@ def _promoted(tensors):
             tuple(t.dtype.name for t in tensors))
 
 
+def _check_elements(shape, n) -> None:
+    """``check_numel(shape)`` (``n``: its product) where it could refuse: an empty shape, or more
+    elements than the limit or the memory budget's tracking size allow."""
+    if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:
+        check_numel(shape)
+
+
 @op(CatBackward0, method=False, category="shape")
 def cat(tensors, dim=0):
     """Join tensors along an existing dim."""
     tensors = _tensor_list(tensors, "cat")
     ref = tensors[0]
-    if ref.ndim == 0:
-        raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _wrap_dim(dim, ref.ndim)
     shape = ref._data.shape
+    if not shape:
+        raise ShapeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, len(shape))
+    sizes = []
     for i, t in enumerate(tensors):
         other = t._data.shape
         if other != shape and (len(other) != len(shape) or builtins_any(
@@ -482,13 +582,16 @@ def cat(tensors, dim=0):
             raise ShapeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                              f"{_mismatch(ref, t, d)} but got size {_mismatch(t, ref, d)} for tensor number "
                              f"{i} in the list.")
-    sizes = [t._data.shape[d] for t in tensors]
+        sizes.append(other[d])
     out_shape = list(shape)
-    out_shape[d] = sum(sizes)
-    check_numel(out_shape)
-    xp = ref._backend.xp
+    out_shape[d] = total = sum(sizes)
+    n = total
+    for i, s in enumerate(shape):
+        if i != d:
+            n *= s
+    _check_elements(out_shape, n)
     arrays, casts = _promoted(tensors)
-    data = xp.concat(arrays, axis=d)
+    data = ref._backend.xp.concat(arrays, axis=d)
     return _record_variadic(CatBackward0, tensors, data, (d, sizes, casts))
 
 
@@ -504,17 +607,31 @@ def stack(tensors, dim=0):
     """Join tensors along a new dim."""
     tensors = _tensor_list(tensors, "stack")
     ref = tensors[0]
-    d = _wrap_dim(dim, ref.ndim + 1)
     shape = ref._data.shape
+    d = _wrap_dim(dim, len(shape) + 1)
     for i, t in enumerate(tensors):
         if t._data.shape != shape:
             raise ShapeError(f"stack expects each tensor to be equal size, but got {list(ref.shape)} at "
                              f"entry 0 and {list(t.shape)} at entry {i}")
-    check_numel([len(tensors), *ref.shape])
-    xp = ref._backend.xp
+    n = len(tensors)
+    for s in shape:
+        n *= s
+    _check_elements([len(tensors), *shape], n)
     arrays, casts = _promoted(tensors)
-    data = xp.stack(arrays, axis=d)
-    return _record_variadic(StackBackward0, tensors, data, (d, len(tensors), casts))
+    return _record_variadic(StackBackward0, tensors, _stack(ref._backend.xp, arrays, shape, d),
+                            (d, len(tensors), casts))
+
+
+def _stack(xp, arrays, shape, d):
+    """np.stack of arrays of one shape and dtype as np.stack computes it (each array given the
+    new dim, all concatenated along it), without its Python-level checks; other arrays: xp.stack."""
+    new = shape[:d] + (1,) + shape[d:]
+    parts = []
+    for a in arrays:
+        if a.__class__ is not _ndarray:
+            return xp.stack(arrays, axis=d)
+        parts.append(a.reshape(new))
+    return _concatenate(parts, axis=d)
 
 
 # -- in-place copies -------------------------------------------------------------------------------

@@ -202,7 +202,7 @@ def test_view_of_makes_the_node_apply1_makes(case):
     assert _fields(fast) == _fields(plain) and type(fast) is cls
     assert fast._seq > plain._seq - 2
     # the tensor and its ViewInfo: what Tensor._make and make_view give
-    tensor_slots = [s for s in gradcli.Tensor.__slots__ if s not in ("__weakref__", "grad_fn", "_view", "_data")]
+    tensor_slots = [s for s in gradcli.Tensor.__slots__ if s not in ("__weakref__", "_fn", "_view", "_data")]
     assert {s: getattr(out, s) for s in tensor_slots} == {s: getattr(ref, s) for s in tensor_slots}
     assert out._data.base is ref._data.base and out._data.strides == ref._data.strides
     info_slots = [s for s in views.ViewInfo.__slots__ if s != "base"]

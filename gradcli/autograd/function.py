@@ -64,7 +64,7 @@ def _result(data, backend, node):
     t._data = data
     t._backend = backend
     t._requires_grad = True
-    t.grad_fn = node
+    t._fn = node
     t._grad = None
     t._vc = None
     t._acc = None
@@ -105,7 +105,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     node = _new(cls)
     node._n0 = c0
     node._n1 = c1
-    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
     node._k = 2
     save0, save1, save_result = cls._mask_plans[mask]
     if save0:
@@ -157,7 +157,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     t._data = data
     t._backend = backend
     t._requires_grad = True
-    t.grad_fn = node
+    t._fn = node
     t._grad = None
     t._vc = None
     t._acc = None
@@ -184,7 +184,7 @@ def record_number(cls, a, s, da, data, attrs=()):
     node = _new(cls)
     node._n0 = c0
     node._n1 = None
-    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
     node._k = 2
     save0, save1, save_result = cls._mask_plans[1]
     if save0:
@@ -229,7 +229,7 @@ def apply1(cls, a, da, attrs=()):
     node = _new(cls)
     node._n0 = c0
     node._n1 = None
-    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never reaches Node.__getattr__
+    node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
     node._k = 1
     save0, save_result = cls._mask_plans[1]
     if save0:

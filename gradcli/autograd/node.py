@@ -38,6 +38,9 @@ _next_seq = _sequence.__next__  # the engine's anomaly mode swaps in one that re
 
 
 NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
+# Called with each node class made from now on (introspection installs its ``_saved_*`` fields:
+# a class-level ``__getattr__`` would cost every node attribute read its specialised path).
+NEW_CLASS_HOOKS: list = []
 # autograd.graph.saved_tensors_hooks: the (pack, unpack) pairs in force, innermost last, and the
 # function (gradcli.autograd.introspection.pack_saved) that packs a new node's saved tensors
 SAVED_HOOKS: list = []
@@ -85,6 +88,8 @@ class Node:
         super().__init_subclass__(**kwargs)
         if register:  # a second class under a name already taken keeps the first in the table
             NODE_CLASSES[cls.__name__] = cls
+        for hook in NEW_CLASS_HOOKS:  # introspection's torch fields (``_saved_self``...) as properties
+            hook(cls)
 
     def name(self) -> str:
         return type(self).__name__
@@ -347,7 +352,7 @@ def _saved_result(node, F, differentiable):
     result = node._sr
     if result is not None:
         try:  # None or unset on most nodes (only outputs changed in place); the slot read skips
-            vr = _VR_SLOT(node)  # Node.__getattr__ (introspection's _saved_* fields) when unset
+            vr = _VR_SLOT(node)  # raises AttributeError when unset
         except AttributeError:
             vr = None
         if vr is not None and vr[0][0] != vr[1]:

@@ -101,7 +101,7 @@ class Detached:
 
 
 class Tensor:
-    __slots__ = ("_data", "_backend", "_requires_grad", "grad_fn", "_grad", "_vc",
+    __slots__ = ("_data", "_backend", "_requires_grad", "_fn", "_grad", "_vc",
                  "_acc", "_hooks", "_retains_grad", "_view", "__weakref__")
 
     # -- construction -----------------------------------------------------------
@@ -110,7 +110,7 @@ class Tensor:
         self._data = data
         self._backend = backend
         self._requires_grad = False
-        self.grad_fn = None
+        self._fn = None
         self._grad = None
         # version counter: a shared [n] once needed (None: version 0); INFERENCE_VC under inference_mode
         self._vc = INFERENCE_VC if _GRAD.inference else None
@@ -137,7 +137,7 @@ class Tensor:
         t._data = data
         t._backend = backend
         t._requires_grad = grad_fn is not None
-        t.grad_fn = grad_fn
+        t._fn = grad_fn
         t._grad = None
         t._vc = INFERENCE_VC if _GRAD.inference else None
         t._acc = None
@@ -300,18 +300,28 @@ class Tensor:
         if self.grad_fn is not None:
             from .node import _sequence
             self._view = Detached(next(_sequence))
-        self.grad_fn = None
+        self._fn = None
         self._requires_grad = False
         return self
 
-    def __getattr__(self, name):
-        """Reached only for an attribute that is not set: the ``grad_fn`` of a view whose base
-        changed in place since it was last read (views._refresh_views empties it), made now, as
-        torch's VariableHooks::grad_fn does; nothing else is ever unset."""
-        if name == "grad_fn" and self._view is not None:
+    # ``grad_fn`` is a property over the slot ``_fn``, not a plain slot read through a class
+    # ``__getattr__``: on CPython 3.11 a class defining ``__getattr__`` loses the interpreter's
+    # specialised attribute reads for EVERY attribute of its instances (``t._data``, ``t._backend``
+    # ... on every op): about 0.5 us of a recorded 2x2 op and its backward.
+    @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf). A view whose base changed in place
+        since its grad_fn was last read has ``_fn`` unset (views._refresh_views empties it): its
+        AsStridedBackward0 is made now, as torch's VariableHooks::grad_fn does."""
+        try:
+            return self._fn
+        except AttributeError:
             from .views import regenerate
             return regenerate(self)
-        raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+
+    @grad_fn.setter
+    def grad_fn(self, node) -> None:
+        self._fn = node
 
     @property
     def _base(self):

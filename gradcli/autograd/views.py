@@ -11,17 +11,16 @@ that becomes the base's ``grad_fn``; its first edge is the base's old gradient
 edge, the others ``fn``'s. Every live view of the base (the modified one
 included) then gets a fresh ``AsStridedBackward0`` leading to the base's new
 ``grad_fn`` when its ``grad_fn`` is next read, as torch's VariableHooks::grad_fn
-regenerates it: the live views (a weak set per base) have their ``grad_fn`` slot
+regenerates it: the live views (a weak set per base) have their ``_fn`` slot
 emptied, the old node kept in ``ViewInfo.stale`` until then (it lives on as in
 torch, which a later "modified by an inplace operation" error may name), and
-``Tensor.__getattr__``, reached only for an unset attribute, calls
-:func:`regenerate`. A set slot costs the hot path nothing.
+the ``Tensor.grad_fn`` property, finding the slot unset, calls :func:`regenerate`.
 
 Views made by a function returning several views (unbind, split) or made under
 no_grad (torch's MULTI_OUTPUT_NODE and NO_GRAD_MODE creation metas) get no new
 history: once their version moved, reading their ``grad_fn`` raises torch's
 "its base or another view of its base has been modified inplace". ``grad_fn``
-is a plain attribute (read on every recorded op), so such a view's is set to
+is read on every recorded op, so such a view's is set to
 None when the version moves (the old node kept in ``ViewInfo.stale``): every use
 then goes through ``Tensor._accumulator`` (``x.grad_fn or x._accumulator()``),
 which calls :func:`view_edge` here, as do ``is_leaf`` and the language's
@@ -142,7 +141,7 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
         return make_view(_make(data, backend), input, cls, attrs)
     node = _new(cls)
     node._n0 = input.grad_fn or input._accumulator()
-    node._n1 = node._nx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
+    node._n1 = node._nx = node._sx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
     node._k = 1
     node._attrs = attrs
     node._pre_hooks = None
@@ -171,7 +170,7 @@ def _recorded_view(data, backend, node, input, info, step) -> Tensor:
     out._data = data
     out._backend = backend
     out._requires_grad = True
-    out.grad_fn = node
+    out._fn = node
     out._grad = out._acc = out._hooks = None
     out._retains_grad = False
     view = out._view = _new(ViewInfo)
@@ -397,7 +396,7 @@ def rebase(t: Tensor, fn) -> None:
     info = t._view
     if info.__class__ is not ViewInfo:
         _move_retain(t, fn)
-        t.grad_fn = fn
+        t._fn = fn
         t._requires_grad = True
         _refresh_views(t)
         return
@@ -405,7 +404,7 @@ def rebase(t: Tensor, fn) -> None:
     edge = (base.grad_fn or base._accumulator()) if base._requires_grad else None
     copy = CopySlices(edge, fn, info.chain, tuple(base._data.shape))
     _move_retain(base, copy)
-    base.grad_fn = copy
+    base._fn = copy
     base._requires_grad = True
     _refresh_views(base)
     t.grad_fn  # noqa: B018 - torch's rebase_history reads it: the modified view's new node, now
@@ -421,7 +420,7 @@ def _move_retain(t: Tensor, node, old=False) -> None:
         node._retain = weakref.ref(t)
 
 
-_GRAD_FN = Tensor.__dict__["grad_fn"]  # the slot itself: reading it never regenerates
+_GRAD_FN = Tensor.__dict__["_fn"]  # the slot itself: reading it never regenerates
 
 
 def _refresh_views(base: Tensor) -> None:
@@ -444,14 +443,14 @@ def _refresh_views(base: Tensor) -> None:
 
 
 def regenerate(t: Tensor):
-    """``t.grad_fn`` read while unset (``Tensor.__getattr__``): a view whose base changed since it
+    """``t.grad_fn`` read while ``_fn`` is unset (the property): a view whose base changed since it
     was last read gets its AsStridedBackward0 now, as torch's VariableHooks::grad_fn does."""
     info = t._view
     base = info.base
     node = AsStridedBackward0(base.grad_fn or base._accumulator(), info.chain, tuple(t._data.shape))
     old, info.stale = info.stale, None
     _move_retain(t, node, old)
-    t.grad_fn = node
+    t._fn = node
     info.output_nr = 0
     return node
 
@@ -470,7 +469,7 @@ def on_bump(t: Tensor) -> None:
         info = view._view
         if (info.no_grad or info.multi) and view.grad_fn is not None:
             info.stale = view.grad_fn
-            view.grad_fn = None
+            view._fn = None
             view._requires_grad = True
     if not _GRAD.enabled:
         _refresh_views(root)

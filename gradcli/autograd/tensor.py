@@ -100,6 +100,11 @@ class Detached:
         self.seq = seq
 
 
+_DEEPCOPY_NON_LEAF = ("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+                      "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                      "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+
+
 class Tensor:
     __slots__ = ("_data", "_backend", "_requires_grad", "_fn", "_grad", "_vc",
                  "_acc", "_hooks", "_retains_grad", "_view", "__weakref__")
@@ -322,6 +327,23 @@ class Tensor:
     @grad_fn.setter
     def grad_fn(self, node) -> None:
         self._fn = node
+
+    def __deepcopy__(self, memo):
+        """``copy.deepcopy``, as torch's: only a leaf (no grad_fn) may be copied; the copy has its own
+        storage (at version 1, as torch's ``set_`` leaves it), the same requires_grad, and a deep
+        copy of ``.grad``. Without this, Python's default copied a non-leaf's whole graph."""
+        if not self.is_leaf:
+            raise AutogradError(_DEEPCOPY_NON_LEAF)
+        new = memo.get(id(self))
+        if new is None:
+            import copy
+            new = Tensor._make(self._backend.xp.asarray(self._data, copy=True), self._backend)
+            new._vc = [1]
+            new._requires_grad = self._requires_grad
+            memo[id(self)] = new
+            if self._grad is not None:
+                new._grad = copy.deepcopy(self._grad, memo)
+        return new
 
     @property
     def _base(self):

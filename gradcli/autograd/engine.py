@@ -191,7 +191,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise RuntimeTypeError("`inputs` argument to `grad()` cannot be empty.")
     for i, t in enumerate(inputs):
         if not isinstance(t, Tensor) or not t._requires_grad:
-            raise AutogradError(f"One of the differentiated Tensors does not require grad")
+            raise AutogradError("One of the differentiated Tensors does not require grad")
     roots = _roots(outputs, grad_outputs, create_graph)
     if retain_graph is None:
         retain_graph = create_graph
@@ -528,7 +528,7 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
             if not retain_graph and node._live:  # free saved values (Node._release, inlined)
                 node._live = False
                 node._s0 = node._s1 = node._sx = node._sr = None
-        if k == 1:  # one input: the loop below, unrolled
+        if k == 1:  # one input (most nodes): the loop below, unrolled on purpose (~0.3 us a node)
             child = node._n0
             if child is not None:
                 if grads is not None:

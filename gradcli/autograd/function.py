@@ -78,12 +78,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow."""
     backend = a._backend
     if a._requires_grad:
-        c0 = a.grad_fn
-        if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
-            ref = a._acc
-            c0 = ref() if ref is not None and a._view is None else None
-            if c0 is None:
-                c0 = a._accumulator()
+        c0 = a.grad_fn or a._accumulator()
         mask = 1
     elif b._requires_grad:
         c0 = None
@@ -91,12 +86,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     else:
         return _make(data, backend)
     if b._requires_grad:
-        c1 = b.grad_fn
-        if c1 is None:
-            ref = b._acc
-            c1 = ref() if ref is not None and b._view is None else None
-            if c1 is None:
-                c1 = b._accumulator()
+        c1 = b.grad_fn or b._accumulator()
         mask += 2
     else:
         c1 = None
@@ -147,24 +137,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
         PACK_SAVED[0](node)
     if a._view is not None or b._view is not None:  # an input may be output k > 0 of its grad_fn
         note_edge_nrs(node, (a, b))
-    # Tensor._make, inlined (one call less per recorded op)
-    if data.__class__ is not _ndarray:
-        data = backend.fix(data)
-        _track(data)
-    elif data.nbytes >= _TRACK_BYTES:  # counted against --max-memory
-        _track(data)
-    t = _new(Tensor)
-    t._data = data
-    t._backend = backend
-    t._requires_grad = True
-    t._fn = node
-    t._grad = None
-    t._vc = None
-    t._acc = None
-    t._hooks = None
-    t._retains_grad = False
-    t._view = None
-    return t
+    return _result(data, backend, node)
 
 
 def record_number(cls, a, s, da, data, attrs=()):
@@ -175,12 +148,7 @@ def record_number(cls, a, s, da, data, attrs=()):
     backend = a._backend
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
-    c0 = a.grad_fn
-    if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
-        ref = a._acc
-        c0 = ref() if ref is not None and a._view is None else None
-        if c0 is None:
-            c0 = a._accumulator()
+    c0 = a.grad_fn or a._accumulator()
     node = _new(cls)
     node._n0 = c0
     node._n1 = None
@@ -220,12 +188,7 @@ def apply1(cls, a, da, attrs=()):
     data = cls.forward(backend.xp, da, *attrs)
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
-    c0 = a.grad_fn
-    if c0 is None:  # a leaf's AccumulateGrad (Tensor._accumulator, inlined)
-        ref = a._acc
-        c0 = ref() if ref is not None and a._view is None else None
-        if c0 is None:
-            c0 = a._accumulator()
+    c0 = a.grad_fn or a._accumulator()
     node = _new(cls)
     node._n0 = c0
     node._n1 = None

@@ -155,7 +155,6 @@ class Node:
 
 
 _NOTHING = ((), None)
-_VR_SLOT = Node._vr.__get__
 
 
 def _version_message(value, node: Node, expected: int) -> str:
@@ -351,8 +350,8 @@ def _saved_value(node, x, version, differentiable):
 def _saved_result(node, F, differentiable):
     result = node._sr
     if result is not None:
-        try:  # None or unset on most nodes (only outputs changed in place); the slot read skips
-            vr = _VR_SLOT(node)  # raises AttributeError when unset
+        try:  # None on most nodes (set only for outputs changed in place); unset on hand-written ones
+            vr = node._vr
         except AttributeError:
             vr = None
         if vr is not None and vr[0][0] != vr[1]:
@@ -383,14 +382,9 @@ def _apply_1(node, grad, F, differentiable):
             _check_detached(x0, node)
         if not differentiable:
             x0 = x0._data
-    result = node._sr
-    if result is not None:  # the saved array as it is, unless it may have changed (_saved_result)
-        try:
-            vr = node._vr
-        except AttributeError:  # a hand-written node that never sets it
-            vr = None
-        if vr is not None or differentiable:
-            result = _saved_result(node, F, differentiable)
+    result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
+    if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
+        result = _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0 = None if shapes is None else shapes[0]
     f = node.formulas[0]
@@ -428,14 +422,9 @@ def _apply_2(node, grad, F, differentiable):
             x1 = x1._data
     elif differentiable and x1.__class__ in _NUMBERS:
         x1 = _wrapped_number(x1, grad, F)
-    result = node._sr
-    if result is not None:  # the saved array as it is, unless it may have changed (_saved_result)
-        try:
-            vr = node._vr
-        except AttributeError:  # a hand-written node that never sets it
-            vr = None
-        if vr is not None or differentiable:
-            result = _saved_result(node, F, differentiable)
+    result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
+    if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
+        result = _saved_result(node, F, differentiable)
     shapes = node._shapes
     z0, z1 = (None, None) if shapes is None else shapes
     f0, f1 = node.formulas
@@ -462,7 +451,9 @@ def _apply_n(node, grad, F, differentiable):
     values, versions = node._sx if node._sx is not None else ((None,) * k, None)
     xs = [_saved_value(node, x, versions[i], differentiable) if x.__class__ is Tensor else x
           for i, x in enumerate(values)]
-    result = None if node._sr is None else _saved_result(node, F, differentiable)
+    result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
+    if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
+        result = _saved_result(node, F, differentiable)
     shapes = node._shapes if node._shapes is not None else (None,) * k
     args = (F, grad, *xs, result, *shapes, *node._attrs)
     children = node._children()

@@ -250,10 +250,15 @@ class Tensor:
         (a view's: views.view_edge, None for one made under no_grad)."""
         if self._view is not None:
             return (_views or _import_views()).view_edge(self)
-        return self._leaf_accumulator()
+        ref = self._acc  # the usual case, on every recorded op: the shared one is alive
+        acc = ref() if ref is not None else None
+        return acc if acc is not None else self._leaf_accumulator()
 
     def _leaf_accumulator(self):
-        acc = self._acc() if self._acc is not None else None
+        """The AccumulateGrad every op using this leaf shares, while any of them is alive (a weak
+        reference, as torch's grad_accumulator_), else a new one."""
+        ref = self._acc
+        acc = ref() if ref is not None else None
         if acc is None:
             from .node import AccumulateGrad
             acc = AccumulateGrad(self)

@@ -38,9 +38,8 @@ from .grad_mode import STATE as _GRAD
 from . import node as _node
 from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED
 from . import tensor as _tensor_module
-from .function import apply1 as _apply1
-from .tensor import Tensor, _ndarray_type as _ndarray
-from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
+from .function import _result, apply1 as _apply1
+from .tensor import Tensor
 
 LEAF_VIEW = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
@@ -156,62 +155,16 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
         nr = input.output_nr
         if nr:
             EDGE_NRS[node] = (nr,)
-    if data.__class__ is not _ndarray or info.__class__ is not ViewInfo and info is not None:
-        return make_view(_make(data, backend, node), input, cls, attrs)
-    return _recorded_view(data, backend, node, input, info, (cls, da.shape, attrs))
+    return make_view(_result(data, backend, node), input, cls, attrs)
 
 
-def _recorded_view(data, backend, node, input, info, step) -> Tensor:
-    """``make_view(Tensor._make(data, backend, node), ...)`` for a recorded view of a NumPy array
-    (grad mode on, ``info``: the input's ViewInfo or None), each field set once."""
-    if data.nbytes >= _TRACK_BYTES:  # Tensor._make's
-        _track(data)
-    out = _new(Tensor)
-    out._data = data
-    out._backend = backend
-    out._requires_grad = True
-    out._fn = node
-    out._grad = out._acc = out._hooks = None
-    out._retains_grad = False
-    view = out._view = _new(ViewInfo)
-    if info is None:
-        view.base = root = input
-        view.chain = (step,)
-        meta = _DEFAULT
-    else:
-        view.base = root = info.base
-        view.chain = info.chain + (step,)
-        meta = (info.no_grad, info.multi, info.inference)
-    if _GRAD.inference and not meta[2]:  # torch's propagate_creation_meta (grad mode is on here)
-        meta = _INFERENCE
-    view.no_grad, view.multi, view.inference = meta
-    vc = root._vc
-    if vc is None:
-        vc = root._vc = [0]
-    out._vc = vc
-    view.version = vc[0]
-    view.stale = None
-    view.output_nr = 0
-    view.derived = False
-    entry = _LIVE.get(id(root))  # _register, inlined
-    if entry is None or entry[0]() is not root:
-        entry = _new_entry(root)
-    refs = entry[1]
-    refs.append(_ref(out))
-    if len(refs) > entry[2]:
-        _prune(entry)
-    return out
-
-
-_DEFAULT = (False, False, False)  # creation metas as (no_grad, multi, inference): DEFAULT, INFERENCE_MODE
-_INFERENCE = (True, False, True)
 _PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:
     """Mark ``out`` (computed by view op ``cls`` from ``input``) as a view of ``input``'s root;
     ``multi``: made by a function returning several views (``multi_views`` does that for all of them).
-    The fields are set without calls (ViewInfo's, _register's inlined)."""
+    ViewInfo's fields are set without a call of its ``__init__``."""
     if out is input:
         return out
     info = input._view
@@ -243,7 +196,7 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
     view.version = vc[0]
     view.stale = None
     out._view = view
-    if out.grad_fn is None:  # torch numbers the outputs of a recorded node only
+    if out._fn is None:  # torch numbers the outputs of a recorded node only
         view.output_nr = 0
         if input._requires_grad:  # made under no_grad: requires grad, no edge
             out._requires_grad = view.derived = True
@@ -252,13 +205,7 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
     else:
         view.output_nr = output_nr
         view.derived = False
-    entry = _LIVE.get(id(root))  # _register, inlined
-    if entry is None or entry[0]() is not root:
-        entry = _new_entry(root)
-    refs = entry[1]
-    refs.append(_ref(out))
-    if len(refs) > entry[2]:
-        _prune(entry)
+    _register(root, out)
     return out
 
 

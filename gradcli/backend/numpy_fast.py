@@ -169,12 +169,11 @@ class NumPyNamespace:
 
     @staticmethod
     def std(x, axis=None, *, correction=0, keepdims=False):
-        """np.std: np.var's result, its square root taken in place."""
-        if x.__class__ is _ndarray:
-            out = var_of(x, axis, correction, keepdims)
-            if out is not None:
-                return _sqrt(out, out=out) if out.__class__ is _ndarray else out.dtype.type(_sqrt(out))
-        return _np.std(x, axis=axis, correction=correction, keepdims=keepdims)
+        """np.std: np.var's result, its square root taken in place (as NumPy's own _std does)."""
+        out = NumPyNamespace.var(x, axis, correction=correction, keepdims=keepdims)
+        if out.__class__ is _ndarray:
+            return _sqrt(out, out=out)
+        return out.dtype.type(_sqrt(out)) if hasattr(out, "dtype") else _sqrt(out)
 
     @staticmethod
     def argmax(x, axis=None, out=None, *, keepdims=False):

@@ -602,7 +602,7 @@ def _broadcast_shapes(*shapes):
         for d in dims:
             if d != 1:
                 if size != 1 and d != size:
-                    raise ShapeError(f"shape mismatch: objects cannot be broadcast to a single shape")
+                    raise ShapeError("shape mismatch: objects cannot be broadcast to a single shape")
                 size = d
         out.append(size)
     return tuple(reversed(out))

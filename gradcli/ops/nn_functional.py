@@ -21,7 +21,7 @@ import warnings
 
 import numpy as _np
 
-from ..autograd.function import apply, apply1
+from ..autograd.function import apply, apply1, record2
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..errors import GradTypeError, ShapeError
@@ -87,23 +87,27 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 # ------------------------------------------------------------------------------ binary cross-entropy
 
 def _bce_forward(xp, x, t, weight, reduction):
-    # torch's kernel: (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)
-    with _np.errstate(divide="ignore"):
-        if _same_arrays(x, t):  # the same operations in place: 4 arrays fewer
-            a = _np.negative(x)
-            _np.log1p(a, a)
-            _np.maximum(a, -100.0, out=a)
-            b = _np.log(x)
-            _np.maximum(b, -100.0, out=b)
-            loss = t - 1
-            loss *= a
-            b *= t
-            loss -= b
-        else:
-            loss = (t - 1) * xp.maximum(xp.log1p(-x), -100.0) - t * xp.maximum(xp.log(x), -100.0)
+    with _np.errstate(divide="ignore"):  # log(0) is -inf, floored at -100
+        loss = _bce_pointwise(xp, x, t)
     if weight is not None:
         loss = loss * weight
     return _reduce(xp, loss, reduction)
+
+
+def _bce_pointwise(xp, x, t):
+    # torch's kernel: (t - 1) * max(log1p(-x), -100) - t * max(log(x), -100)
+    if _same_arrays(x, t):  # the same operations in place: 4 arrays fewer
+        a = _np.negative(x)
+        _np.log1p(a, a)
+        _np.maximum(a, -100.0, out=a)
+        b = _np.log(x)
+        _np.maximum(b, -100.0, out=b)
+        loss = t - 1
+        loss *= a
+        b *= t
+        loss -= b
+        return loss
+    return (t - 1) * xp.maximum(xp.log1p(-x), -100.0) - t * xp.maximum(xp.log(x), -100.0)
 
 
 def _same_arrays(x, t):
@@ -172,9 +176,17 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """-(t log x + (1 - t) log(1 - x)) for probabilities x in [0, 1] (logs floored at -100)."""
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
-    host = input._backend.to_host(input._data)
-    if host.size and not (_MIN_REDUCE(host, None) >= 0 and _MAX_REDUCE(host, None) <= 1):  # NaN fails, as torch
-        raise ShapeError("all elements of input should be between 0 and 1")
+    x, t = input._data, target._data
+    host = input._backend.to_host(x)
+    if host.size:
+        low, high = _MIN_REDUCE(host, None), _MAX_REDUCE(host, None)
+        if not (low >= 0 and high <= 1):  # NaN fails, as torch
+            raise ShapeError("all elements of input should be between 0 and 1")
+        if 0 < low and high < 1 and weight is None and input._backend is target._backend and _same_arrays(x, t):
+            # no log of 0 can happen: the kernel without np.errstate's context (~0.8 us)
+            code = _reduction(reduction)
+            return record2(BinaryCrossEntropyBackward0, input, target, x, t,
+                           _reduce(_np, _bce_pointwise(_np, x, t), code), (None, code))
     return apply(BinaryCrossEntropyBackward0, (input, target),
                  (_weight_array(weight, input), _reduction(reduction)))
 
@@ -232,6 +244,15 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
+    if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 \
+            and total_weight == target.shape[0]:
+        # the usual call (see _picked: every row picks its target, in order)
+        total = _ADD_REDUCE(x[_rows(target.shape[0]), target], 0, None, None, True)
+        if reduction == 1:
+            total /= -total_weight  # as below
+        else:
+            _np.negative(total, total)
+        return total.reshape(())
     key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
     picked = x[key]
     if weight is not None:
@@ -273,11 +294,14 @@ def _picked(xp, ndim, target, ignore_index, weight, total_weight):
 def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
-    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
-        out = F.backend.xp.zeros(tuple(sizes), dtype=grad.dtype)
+        xp = F.backend.xp
+        key = (_rows(target.shape[0]), target) if len(sizes) == 2 and total_weight == target.shape[0] \
+            and target.__class__ is _ndarray else _picked(xp, len(sizes), target, ignore_index, weight, total_weight)[0]
+        out = xp.zeros(tuple(sizes), dtype=grad.dtype)
         out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
         return out
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     count = int(cols.shape[0])
     if reduction == 0:
         g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))
@@ -319,23 +343,17 @@ def _rows(n):
 _ROWS: dict = {}
 
 
-def _nll_fast(input, target, ignore_index, reduction):
-    """nll_loss's usual call, (N, C) float logits on NumPy, (N,) int64 classes, no weight and a
-    negative ignore_index, checked with one reduction: no target negative means none is ignored
-    and every row picks. A target >= C makes NumPy's indexing in the forward raise IndexError
-    (before any node is recorded): None then, and the general path says which target. None too
-    for any other call."""
-    data, t = input._data, target._data
+def _usual_call(data, t, ignore_index, reduction):
+    """NllLossBackward0's attributes for nll_loss's usual call -- (N, C) float logits on NumPy,
+    (N,) int64 classes, no weight, a negative ignore_index -- checked with one reduction: no
+    target negative means none is ignored and every row picks. (A target >= C makes NumPy's
+    indexing in the forward raise IndexError before any node is recorded: the general path then
+    says which target.) None for any other call."""
     if data.__class__ is _ndarray and t.__class__ is _ndarray and data.ndim == 2 and t.ndim == 1 \
             and t.shape[0] == data.shape[0] and t.shape[0] and t.dtype == _INT64 and data.dtype.kind == "f" \
             and ignore_index.__class__ is int and ignore_index < 0 and reduction.__class__ is str \
-            and reduction in _REDUCTIONS \
-            and _MIN_REDUCE(t) >= 0:
-        try:
-            return apply1(NllLossBackward0, input, data,
-                          (t, None, float(t.shape[0]), ignore_index, _REDUCTIONS[reduction]))
-        except IndexError:
-            return None
+            and reduction in _REDUCTIONS and _MIN_REDUCE(t) >= 0:
+        return t, None, float(t.shape[0]), ignore_index, _REDUCTIONS[reduction]
     return None
 
 
@@ -380,9 +398,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood: -input[i, target[i]] (times weight[target]), for log-probabilities;
     inputs (C,), (N, C) or (N, C, d1, ...) with targets (), (N,) or (N, d1, ...)."""
     if weight is None and input.__class__ is Tensor and target.__class__ is Tensor:
-        out = _nll_fast(input, target, ignore_index, reduction)
-        if out is not None:
-            return out
+        attrs = _usual_call(input._data, target._data, ignore_index, reduction)
+        if attrs is not None:
+            try:
+                return apply1(NllLossBackward0, input, input._data, attrs)
+            except IndexError:
+                pass  # a target >= C: named below
     _check_nll(input, target)
     code = _reduction(reduction)
     if input.ndim in (3,) or input.ndim > 4:  # torch's nll_loss_nd: as (N, C, 1, -1), the loss viewed back
@@ -420,12 +441,15 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing mixes in the uniform distribution, as torch."""
     if weight is None and label_smoothing == 0.0 and input.__class__ is Tensor and target.__class__ is Tensor:
         data = input._data
-        if data.__class__ is _ndarray and data.ndim == 2 and data.dtype.kind == "f" and target._data.ndim == 1:
-            # (N, C) float logits and (N,) classes: log_softmax's node over dim 1, then nll_loss's
-            # usual call (the general path's nodes; it names a bad target itself)
+        attrs = _usual_call(data, target._data, ignore_index, reduction)
+        if attrs is not None:
+            # nll_loss's usual call on (N, C) logits: log_softmax's node over dim 1, then nll_loss's
+            # (the general path's nodes; nll_loss names a target >= C itself)
             logp = apply1(LogSoftmaxBackward0, input, data, (1,))
-            out = _nll_fast(logp, target, ignore_index, reduction)
-            return out if out is not None else nll_loss(logp, target, ignore_index=ignore_index, reduction=reduction)
+            try:
+                return apply1(NllLossBackward0, logp, logp._data, attrs)
+            except IndexError:
+                return nll_loss(logp, target, ignore_index=ignore_index, reduction=reduction)
     for what, value in (("input", input), ("target", target)):
         if not isinstance(value, Tensor):
             raise GradTypeError(f"cross_entropy(): argument '{what}' (position {1 if what == 'input' else 2}) must be "

@@ -176,7 +176,9 @@ def _with_numpy_names(fn, name):
 
     @_functools.wraps(fn)
     def aliased(*args, **kwargs):
-        if kwargs and ("axis" in kwargs or "keepdims" in kwargs):
+        if not kwargs:  # the usual call, x.sum(1): no dict to unpack again
+            return fn(*args)
+        if "axis" in kwargs or "keepdims" in kwargs:
             for alias, real in (("axis", "dim"), ("keepdims", "keepdim")):
                 if alias in kwargs:
                     if real in kwargs:

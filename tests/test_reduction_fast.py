@@ -266,3 +266,43 @@ def test_bce_refuses_nan_input_as_torch():
     for x, t in both:
         want = torch.nn.functional.binary_cross_entropy(torch.tensor(x), torch.tensor(t)).item()
         assert F["binary_cross_entropy"](gc.tensor(x), gc.tensor(t)).item() == want
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_inside_the_open_interval_records_what_the_general_path_records(reduction):
+    """binary_cross_entropy of inputs strictly inside (0, 1) computes without np.errstate and
+    records its node directly: the same bits, node, saved values and gradients as the general
+    path (taken here by an input holding an exact 0), and no warning either way."""
+    import warnings
+    rng = np.random.default_rng(11)
+    for dtype in ("float32", "float64"):
+        x = rng.uniform(0.01, 0.99, (3, 4))
+        t = rng.uniform(0, 1, (3, 4))
+        edge = x.copy()
+        edge[0, 0] = 0.0
+        for values, direct in ((x, True), (edge, False)):
+            a = gc.tensor(values.tolist(), dtype=dtype, requires_grad=True)
+            b = gc.tensor(t.tolist(), dtype=dtype, requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                out = F["binary_cross_entropy"](a, b, reduction=reduction)
+                want = NF._bce_forward(xp, a._data, b._data, None, NF._REDUCTIONS[reduction])
+                _bits(out._data, np.asarray(want))
+                assert out.grad_fn.name() == "BinaryCrossEntropyBackward0"
+                assert out.grad_fn._saved_weight is None
+                assert out.grad_fn._saved_reduction == NF._REDUCTIONS[reduction]
+                assert out.grad_fn._saved_self is a and out.grad_fn._saved_target is b
+                assert [f for f, _ in out.grad_fn.next_functions] == [a.grad_fn or a._accumulator(),
+                                                                      b.grad_fn or b._accumulator()]
+                out.backward(gc.ones_like(out))
+            assert a.grad is not None and b.grad is not None
+            if direct:
+                torch = pytest.importorskip("torch")
+                ta = torch.tensor(values, dtype=getattr(torch, dtype), requires_grad=True)
+                tb = torch.tensor(t, dtype=getattr(torch, dtype), requires_grad=True)
+                tout = torch.nn.functional.binary_cross_entropy(ta, tb, reduction=reduction)
+                tout.backward(torch.ones_like(tout))
+                rtol = 2e-6 if dtype == "float32" else 1e-12
+                np.testing.assert_allclose(np.array(out.tolist()), tout.detach().numpy(), rtol=rtol)
+                np.testing.assert_allclose(np.array(a.grad.tolist()), ta.grad.numpy(), rtol=rtol)
+                np.testing.assert_allclose(np.array(b.grad.tolist()), tb.grad.numpy(), rtol=rtol)

@@ -137,8 +137,13 @@ def bce_grad(F, grad, x, t, weight, reduction):
 
 
 def bce_target_grad(F, grad, x, t, weight, reduction):
-    """binary_cross_entropy_target_backward: -logit(x) * grad, * weight, / numel."""
-    out = -F.log(x / (1 - x)) * grad
+    """binary_cross_entropy_target_backward: -logit(x) * grad, * weight, / numel (an input of
+    exactly 0 or 1 gives an infinite gradient, as torch's, without NumPy's divide warning)."""
+    if F.differentiable:
+        out = -F.log(x / (1 - x)) * grad
+    else:
+        with _np.errstate(divide="ignore"):
+            out = -F.log(x / (1 - x)) * grad
     if weight is not None:
         out = out * F.constant(weight)
     return out / _numel(x) if reduction == 1 else out

@@ -469,6 +469,11 @@ def _vector_norm(xp, x, ord, dim, keepdim):
 
 # -- functions ----------------------------------------------------------------------------------------
 
+# ``(d,)`` for every dim an array can have: the attributes of softmax's and log_softmax's nodes,
+# shared rather than made per call (a tuple kept by every node adds to the cyclic collector's work)
+_DIM_ATTRS = tuple((d,) for d in range(64))
+
+
 def _float_dim(input, dim):
     """The call most programs make, a float tensor on NumPy and one int ``dim`` in range of its
     (one or more) dims: that dim made non-negative, so the op can skip its general argument
@@ -734,7 +739,7 @@ def softmax(input, dim=None, dtype=None):
     """exp(x) / sum(exp(x)) along ``dim``; ``dtype``: cast the input to it first, as torch."""
     d = _float_dim(input, dim) if dtype is None else None
     if d is not None:
-        return apply1(SoftmaxBackward0, input, input._data, (d,))
+        return apply1(SoftmaxBackward0, input, input._data, _DIM_ATTRS[d])
     dim = _implicit_dim("softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:
@@ -747,7 +752,7 @@ def log_softmax(input, dim=None, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably; ``dtype``: cast the input to it first, as torch."""
     d = _float_dim(input, dim) if dtype is None else None
     if d is not None:
-        return apply1(LogSoftmaxBackward0, input, input._data, (d,))
+        return apply1(LogSoftmaxBackward0, input, input._data, _DIM_ATTRS[d])
     dim = _implicit_dim("log_softmax", input, dim)
     input = _cast_for(input, dtype)
     if input.ndim == 0:

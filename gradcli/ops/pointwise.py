@@ -289,9 +289,12 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
     def unary_op(input):
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        if not keep_int and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
+        data = input._data
+        if not keep_int and (data.__class__ is not _ndarray or data.dtype.kind != "f") \
+                and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
             input = input.to(_dt.DEFAULTS.float)
-        return apply1(cls, input, input._data)  # apply's one-tensor path, directly
+            data = input._data
+        return apply1(cls, input, data)  # apply's one-tensor path, directly
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)

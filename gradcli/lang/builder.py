@@ -341,7 +341,9 @@ class ASTBuilder:
                 if kwargs:
                     raise _error_at("positional argument follows keyword argument", item)
                 args.append(item)
-        return _span(Call(func, args, kwargs, kwarg_positions=positions), func, close)
+        node = _new(Call)  # a call per few terms of a long program: Node's constructor skipped
+        node.func, node.args, node.kwargs, node.kwarg_positions = func, args, kwargs, positions
+        return _span(node, func, close)
 
     def kwarg(self, name, value):
         _check_name(name)

@@ -408,6 +408,9 @@ def _reduction(rule, builder):
     if keep is not None:
         include, append_none = keep
         include = tuple(tuple(x) for x in include)
+        if method is not None and not expand1:  # the filtered children straight to the method
+            return (size, origin, _filtered_call(method, include, append_none),
+                    _LIST_ONE if size == 1 else _LIST)
 
         def built(children, inner=built, include=include, append_none=append_none):
             filtered = []
@@ -425,3 +428,25 @@ def _reduction(rule, builder):
                 filtered += [None] * append_none
             return inner(filtered)
     return (size, origin, built, _LIST_ONE if size == 1 else _LIST)
+
+
+def _filtered_call(method, include: tuple, append_none: int):
+    """The builder's ``method`` called with a rule's children filtered as Lark's child filter
+    does (see :func:`_reduction`): its common case (``call``, ``paren``, ``attribute``...) in one
+    Python call, not three."""
+    def built(children):
+        filtered = []
+        for i, expand, add_none in include:
+            if add_none:
+                filtered += [None] * add_none
+            if expand:
+                if filtered:
+                    filtered += children[i]
+                else:  # a left-recursive list: grown in place, as Lark does
+                    filtered = children[i]
+            else:
+                filtered.append(children[i])
+        if append_none:
+            filtered += [None] * append_none
+        return method(*filtered)
+    return built

@@ -266,17 +266,17 @@ class ASTBuilder:
         operands: list = []
         tokens: list = []  # operators and signs not applied yet, innermost last
         strengths: list = []  # how tightly each binds
-        new = _new
+        new, binary_strength, sign, power, node_class = _new, _BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH, Node
         after_operand = False
         for item in items:
             if after_operand:  # a binary operator (the grammar puts one after every operand)
-                strength = _BINARY_STRENGTH[item.value]
+                strength = binary_strength[item.value]
                 # apply what binds at least as tightly (** only what binds tighter: right-associative)
                 while strengths and (strengths[-1] > strength or
-                                     (strengths[-1] == strength and strength != _POWER_STRENGTH)):
+                                     (strengths[-1] == strength and strength != power)):
                     token = tokens.pop()
                     right = operands.pop()
-                    if strengths.pop() == _SIGN_STRENGTH:  # _apply, inline
+                    if strengths.pop() == sign:  # _apply, inline
                         node = new(UnaryOp)
                         node.line, node.column = token.line, token.column
                         node.end_line, node.end_column = right.end_line, right.end_column
@@ -292,12 +292,12 @@ class ASTBuilder:
                 tokens.append(item)
                 strengths.append(strength)
                 after_operand = False
-            elif isinstance(item, Node):
+            elif isinstance(item, node_class):
                 operands.append(item)
                 after_operand = True
             else:  # a sign: applied once its operand, and any ** on it, is built
                 tokens.append(item)
-                strengths.append(_SIGN_STRENGTH)
+                strengths.append(sign)
         while tokens:
             _apply((strengths.pop(), tokens.pop()), operands)
         return operands[0]

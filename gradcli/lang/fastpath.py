@@ -67,9 +67,12 @@ class FastPath:
         self.indenter = indenter
         self.start_state, self.end_state = tables["start_state"], tables["end_state"]
         reductions = [_reduction(rule, builder) for rule in tables["rules"]]
-        self.table = {state: {symbol: action if action >= 0 else reductions[-1 - action]
-                              for symbol, action in row.items()}
-                      for state, row in tables["states"].items()}
+        rows = {state: {symbol: action if action >= 0 else reductions[-1 - action]
+                        for symbol, action in row.items()}
+                for state, row in tables["states"].items()}
+        # A list indexed by state (Lark numbers them 0, 1, ...): the driver's lookups are two
+        # subscripts, a row's missing symbol a KeyError (the parser does not take the token there).
+        self.table = [rows.get(state, {}) for state in range(max(rows, default=0) + 1)]
 
     @classmethod
     def from_lark(cls, lark, indenter, builder=None) -> "FastPath":
@@ -94,24 +97,27 @@ class FastPath:
         where the last one ended (a character no terminal matches stops it)."""
         new, Tok = tuple.__new__, Token
         ignore, newline_types = self.ignore, self.newline_types
+        special = ignore | newline_types  # one test for most tokens
         end = line_start = 0
         line = 1
         for m in iter(self.regex.scanner(text).match, None):
             ttype = m.lastgroup
             start = m.end(1)  # after the spaces before it
             end = m.end()
-            if ttype in newline_types:
-                value = text[start:end]
-                if "\n" in value:
-                    end_line = line + value.count("\n")
-                    end_start = start + value.rindex("\n") + 1
-                    if ttype not in ignore:
-                        yield new(Tok, (ttype, value, start, line, start - line_start + 1,
-                                        end_line, end - end_start + 1, end))
-                    line, line_start = end_line, end_start
-                    continue
-            if ttype not in ignore:
+            if ttype not in special:
                 yield new(Tok, (ttype, text[start:end], start, line, start - line_start + 1,
+                                line, end - line_start + 1, end))
+                continue
+            value = text[start:end]
+            if ttype in newline_types and "\n" in value:
+                end_line = line + value.count("\n")
+                end_start = start + value.rindex("\n") + 1
+                if ttype not in ignore:
+                    yield new(Tok, (ttype, value, start, line, start - line_start + 1,
+                                    end_line, end - end_start + 1, end))
+                line, line_start = end_line, end_start
+            elif ttype not in ignore:
+                yield new(Tok, (ttype, value, start, line, start - line_start + 1,
                                 line, end - line_start + 1, end))
         if end != len(text):  # a character no terminal matches
             raise _NoFastPath
@@ -125,42 +131,43 @@ class FastPath:
         state = self.start_state
         states = [state]
         values: list = []
-        for token in tokens:
-            ttype = token[0]  # its type
-            action = table[state].get(ttype)
-            while action.__class__ is not int:  # reduce
-                if action is None:  # the parser does not take this token here
-                    raise _NoFastPath
-                size, origin, function, kind = action
-                if kind is _UNIT:  # a ?rule of one symbol: the value stays, the state moves
-                    pass
-                elif kind is _CALL_ONE:  # one child, given inline
-                    values[-1] = function(values[-1])
-                elif kind is _GROW:  # a repetition's next step: the list so far grows in place
-                    grown = values[-size]
-                    grown += values[1 - size:]
-                    del values[1 - size:]
-                    del states[1 - size:]
-                elif kind is _LIST_ONE:  # one child, given as a list
-                    values[-1] = function(values[-1:])
-                else:
-                    if size:
-                        children = values[-size:]
-                        del values[-size:]
-                        del states[-size:]
+        try:
+            for token in tokens:
+                ttype = token[0]  # its type
+                action = table[state][ttype]
+                while action.__class__ is not int:  # reduce
+                    size, origin, function, kind = action
+                    if kind is _UNIT:  # a ?rule of one symbol: the value stays, the state moves
+                        pass
+                    elif kind is _CALL_ONE:  # one child, given inline
+                        values[-1] = function(values[-1])
+                    elif kind is _GROW:  # a repetition's next step: the list so far grows in place
+                        grown = values[-size]
+                        grown += values[1 - size:]
+                        del values[1 - size:]
+                        del states[1 - size:]
+                    elif kind is _LIST_ONE:  # one child, given as a list
+                        values[-1] = function(values[-1:])
                     else:
-                        children = []
-                    values.append(function(*children) if kind is _CALL else function(children))
-                    state = table[states[-1]][origin]
-                    states.append(state)
-                    action = table[state].get(ttype)
-                    continue
-                # the reduced rule's value is on top, in place of its first symbol's
-                state = states[-1] = table[states[-2]][origin]
-                action = table[state].get(ttype)
-            states.append(action)  # shift
-            values.append(token)
-            state = action
+                        if size:
+                            children = values[-size:]
+                            del values[-size:]
+                            del states[-size:]
+                        else:
+                            children = []
+                        values.append(function(*children) if kind is _CALL else function(children))
+                        state = table[states[-1]][origin]
+                        states.append(state)
+                        action = table[state][ttype]
+                        continue
+                    # the reduced rule's value is on top, in place of its first symbol's
+                    state = states[-1] = table[states[-2]][origin]
+                    action = table[state][ttype]
+                states.append(action)  # shift
+                values.append(token)
+                state = action
+        except KeyError:  # the parser does not take this token here
+            raise _NoFastPath from None
         return self._end(states, values)
 
     def _end(self, states: list, values: list) -> Any:

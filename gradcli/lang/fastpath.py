@@ -434,6 +434,7 @@ def _reduction(rule, builder):
             if append_none:
                 filtered += [None] * append_none
             return inner(filtered)
+    built.__name__ = built.__qualname__ = name  # the rule (or alias) it builds
     return (size, origin, built, _LIST_ONE if size == 1 else _LIST)
 
 
@@ -456,4 +457,5 @@ def _filtered_call(method, include: tuple, append_none: int):
         if append_none:
             filtered += [None] * append_none
         return method(*filtered)
+    built.__name__ = built.__qualname__ = method.__name__  # what it builds, for tracebacks and tests
     return built

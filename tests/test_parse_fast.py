@@ -493,3 +493,20 @@ def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
         monkeypatch.setattr(syntax, "_fast_from_lark", False)
         assert outcome(text) == with_fast, text
     assert agreed > 50  # the edits leave some programs valid: those were compared too
+
+
+def test_the_prescan_finds_long_numbers_as_its_lookbehind_pattern_does():
+    """prescan's search for over-long numbers skips the lookbehind (speed); it finds what
+    ``(?<!\\w)\\d[\\d_]{N}`` finds, where a long run follows a word character too."""
+    import re
+
+    from gradcli.lang.postlex import _long_number
+    from gradcli.limits import MAX_NUMBER_CHARS as n
+    reference = re.compile(r"(?<!\w)\d[\d_]{%d}" % n)
+    long = "1" * (n + 1)
+    texts = ["x = " + long, "x" + long, "x" + long + " + " + long, "é" + long + "\n(" + long,
+             "_" + long + "_" + long, "a = 1\n" + long[:-1] + "\n", long, "y = " + "1_" * n,
+             "x" + long + "+" + "2" * n, "z" * 10 + "9" * (3 * n) + " " + "9" * (n + 5)]
+    for text in texts:
+        found, expected = _long_number(text), reference.search(text)
+        assert (found and found.span()) == (expected and expected.span()), text[:20]

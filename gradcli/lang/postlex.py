@@ -25,11 +25,7 @@ def prescan(text: str) -> None:
     regular expressions repeat a group per digit ("_?\\d") and per escape, and Python's ``re`` keeps
     state for each repetition (a 10 MiB number took 3.5 GB before it reached :func:`_check_literal`).
     Linear in the text; the limits are :func:`_check_literal`'s."""
-    global _LONG_NUMBER
-    if _LONG_NUMBER is None:
-        import re
-        _LONG_NUMBER = re.compile(r"(?<!\w)\d[\d_]{%d}" % MAX_NUMBER_CHARS)
-    m = _LONG_NUMBER.search(text)
+    m = _long_number(text)
     if m is not None:
         line = text.count("\n", 0, m.start()) + 1
         column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
@@ -41,6 +37,27 @@ def prescan(text: str) -> None:
             if n > MAX_STRING_ESCAPES:
                 raise GradSyntaxError(f"this line has {n:,} backslashes (string escapes), over the limit of "
                                       f"{MAX_STRING_ESCAPES:,}", line=i, column=line_text.index("\\") + 1)
+
+
+def _long_number(text: str):
+    """The first run of digits (and ``_``) longer than MAX_NUMBER_CHARS that starts a token (no word
+    character before it), as the match of ``(?<!\\w)\\d[\\d_]{N}``, or None. Searched without the
+    lookbehind, which costs ``re`` a test at every character (two thirds of the search of a long
+    program); a run found after a word character is skipped whole: no position in it can match."""
+    global _LONG_NUMBER, _WORD, _RUN
+    if _LONG_NUMBER is None:
+        import re
+        _LONG_NUMBER = re.compile(r"\d[\d_]{%d}" % MAX_NUMBER_CHARS)
+        _WORD, _RUN = re.compile(r"\w"), re.compile(r"[\d_]*")
+    pos = 0
+    while True:
+        m = _LONG_NUMBER.search(text, pos)
+        if m is None or m.start() == 0 or not _WORD.match(text, m.start() - 1):
+            return m
+        pos = _RUN.match(text, m.end()).end()
+
+
+_WORD = _RUN = None
 
 
 def _check_literal(token) -> None:

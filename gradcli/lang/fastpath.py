@@ -15,6 +15,12 @@ callback). :class:`FastPath` does the same work in two tight loops:
 - the postlexer (:class:`~gradcli.lang.postlex.GradIndenter`, the same one as Lark's path);
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
+  The table is a list of rows (dicts by terminal) indexed by state; each reduction is made one of
+  a few kinds when the table is built (:func:`_reduction`), so that the driver does the least
+  for the common ones: a ``?rule`` of one symbol only moves the state; a rule the builder takes
+  as it is calls the builder's method itself (a name, a number: one Python call, not the two or
+  three of wrappers); a rule of one symbol replaces the stack's top in place; a repetition's
+  next step (an arithmetic chain's ``op operand``) grows the list below it in place.
 
 The tables come from a loaded Lark parser (:func:`tables_from_lark`) as plain data -- the combined
 pattern, the ignored and newline terminals, the LALR action/goto table, and per rule what Lark's

@@ -266,7 +266,8 @@ class ASTBuilder:
         operands: list = []
         tokens: list = []  # operators and signs not applied yet, innermost last
         strengths: list = []  # how tightly each binds
-        new, binary_strength, sign, power, node_class = _new, _BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH, Node
+        new, node_class = _new, Node  # the module's names as locals: read per item of the chain
+        binary_strength, sign, power = _BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH
         after_operand = False
         for item in items:
             if after_operand:  # a binary operator (the grammar puts one after every operand)

@@ -510,3 +510,24 @@ def test_the_prescan_finds_long_numbers_as_its_lookbehind_pattern_does():
     for text in texts:
         found, expected = _long_number(text), reference.search(text)
         assert (found and found.span()) == (expected and expected.span()), text[:20]
+
+
+def test_a_long_programs_tree_is_frozen_out_of_the_collectors_way():
+    """session.prepare freezes what is alive after a long program's parse (its tree above all:
+    the collector would traverse it in its next collections); a short program's run freezes
+    nothing. Refcounting still frees the tree once the run drops it."""
+    from gradcli.cli import session
+    gc.unfreeze()
+    try:
+        session.prepare(session.Options(source="y = x * 2\n", grads=["x=ones(2)"]))
+        assert gc.get_freeze_count() == 0
+        text = big_program(20_000)
+        assert len(text) >= session.FREEZE_MIN_CHARS
+        prepared = session.prepare(session.Options(source=text, grads=["x=ones(2)", "y=ones(2)"]))
+        nodes = sum(1 for _ in walk(prepared.program))
+        assert gc.get_freeze_count() >= nodes
+        frozen = gc.get_freeze_count()
+        del prepared  # its nodes are freed (and leave the frozen generation) all the same
+        assert gc.get_freeze_count() <= frozen - nodes
+    finally:
+        gc.unfreeze()

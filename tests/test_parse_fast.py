@@ -387,3 +387,147 @@ def test_every_token_starts_with_a_character_its_lookahead_holds():
                 assert re.match(f"[{guard}]", token.value), (token.type, token.value)
                 seen.add(token.type)
     assert seen >= {"STRING", "NUMBER", "_NEWLINE"}
+
+
+# ------------------------------------------------------------------------------ the driver's reductions
+
+COVERAGE_TEXTS = [  # with program_texts(): every builder method the fast path's table calls
+    "a = x not in y; b = x in y; c = x is y; d = x is not y; e = ...; f = not x\n",
+    "g = {}; h = (); i = (1,); j = []; k = [1, 2,]; l = (1, 2,); m = {'a': 1, 'b': 2,}\n",
+    "n = x[::2, 1:, :3, ::, 1:2:3, None]; o = x if y else z; p = x or y and z\n",
+    "q = x <= y; r = x >= y; s = x != y; t = x > y; u = True; v = False; w = None\n",
+    "a, b = c; d, = e; x[0] = 1; x.grad = None; x += 1; del a, b\n",
+    "for i in range(3):\n    continue\nwhile x:\n    pass\nelse_ = 1\n",
+    "if a:\n    pass\nelif b:\n    pass\nelif c:\n    pass\nelse:\n    pass\n",
+    "def f(a, b=1,):\n    return\ndef g():\n    return a, b\nh = lambda: 1; k = lambda a, b=2: a\n",
+    "from m import (a, b as c,)\nfrom m.n import *\nimport a.b as c, d\nassert x\n",
+    "y = sum(x * x for x in xs if x > 0 if x < 9); z = [a for a, b in c for d in e]\n",
+    "y = f(a, c) if False else f(a, b, k=1, j=2,)\n",
+    "with a:\n    pass\nwith b as c: pass\n@d\n@e.f(1)\ndef g(): pass\n",
+    "s = 'a\\n' + \"b\" + f'{x}' + '''c''' + x.y.z[0](1)[2]\n",
+]
+
+
+def _spy_on_reductions(fast, seen: set) -> None:
+    """Wrap every reduction function of the fast path's table to record (its name, its kind)."""
+    for row in fast.table:
+        for symbol, action in list(row.items()):
+            if action.__class__ is tuple and action[2] is not None:
+                size, origin, function, kind = action
+
+                def spy(*args, _function=function, _key=(function.__name__, kind)):
+                    seen.add(_key)
+                    return _function(*args)
+                row[symbol] = (size, origin, spy, kind)
+
+
+def test_every_kind_of_reduction_is_in_the_table():
+    from gradcli.lang import fastpath
+    fast = fastpath.FastPath.from_lark(syntax._get_parser(), __import__(
+        "gradcli.lang.postlex", fromlist=["PostLexer"]).PostLexer())
+    kinds = {action[3] for row in fast.table for action in row.values() if action.__class__ is tuple}
+    assert kinds == {fastpath._UNIT, fastpath._CALL, fastpath._CALL_ONE, fastpath._LIST,
+                     fastpath._LIST_ONE, fastpath._GROW}
+
+
+def test_every_builder_method_the_table_calls_builds_lark_paths_tree():
+    """Each reduction the driver makes by calling a builder method (directly, through a child
+    filter, or in place on the stack's top) is exercised here, and every tree equals Lark's."""
+    from gradcli.lang.fastpath import FastPath
+    from gradcli.lang.postlex import PostLexer
+    fast = FastPath.from_lark(syntax._get_parser(), PostLexer())
+    methods = {name for name in vars(builder.ASTBuilder) if not name.startswith("_")}
+    in_table = {action[2].__name__ for row in fast.table for action in row.values()
+                if action.__class__ is tuple and action[2] is not None} & methods
+    seen: set = set()
+    _spy_on_reductions(fast, seen)
+    for text in program_texts() + COVERAGE_TEXTS:
+        text = text if text.endswith("\n") else text + "\n"
+        del builder.PENDING_FIELDS[:]
+        tree = fast.parse(text)
+        assert tree is not None, text
+        assert dump(tree) == dump(lark_path(text)), text
+    called = {name for name, _kind in seen}
+    assert in_table - called == set()
+    assert in_table >= {"name", "number", "call", "arith", "paren", "attribute", "subscript"}
+
+
+MUTATIONS = ["(", ")", "[", "]", ",", ":", "=", "+", "**", "-", "not", "in", "is", "lambda", "if",
+             "else", "\n", "\n    ", "'", "f'{", "}", "1.5", "x", ".", ";", "...", "@", "\\\n", "#"]
+
+
+def mutated(rnd: random.Random, text: str) -> str:
+    """``text`` with one to three random edits: a span deleted, a token inserted, a span doubled."""
+    for _ in range(rnd.randint(1, 3)):
+        i = rnd.randrange(len(text) + 1)
+        j = min(len(text), i + rnd.randint(0, 6))
+        edit = rnd.randrange(3)
+        if edit == 0:
+            text = text[:i] + text[j:]
+        elif edit == 1:
+            text = text[:i] + rnd.choice(MUTATIONS) + text[i:]
+        else:
+            text = text[:j] + text[i:j] + text[j:]
+    return text if text.endswith("\n") else text + "\n"
+
+
+def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
+    """Fuzz: on edited programs (most of them wrong) the fast path either declines or gives
+    exactly Lark's tree, and parse() says exactly what Lark's path alone says."""
+    from gradcli.lang.fastpath import FastPath
+    from gradcli.lang.postlex import PostLexer
+    fast = FastPath.from_lark(syntax._get_parser(), PostLexer())
+    rnd = random.Random(17)
+    sources = program_texts() + COVERAGE_TEXTS
+    agreed = 0
+    for _ in range(600):
+        text = mutated(rnd, rnd.choice(sources))
+        del builder.PENDING_FIELDS[:]
+        tree = fast.parse(text)
+        if tree is not None:
+            agreed += 1
+            assert dump(tree) == dump(lark_path(text)), text
+        monkeypatch.setattr(syntax, "_fast", fast)
+        with_fast = outcome(text)
+        monkeypatch.setattr(syntax, "_fast", False)
+        monkeypatch.setattr(syntax, "_fast_from_lark", False)
+        assert outcome(text) == with_fast, text
+    assert agreed > 50  # the edits leave some programs valid: those were compared too
+
+
+def test_the_prescan_finds_long_numbers_as_its_lookbehind_pattern_does():
+    """prescan's search for over-long numbers skips the lookbehind (speed); it finds what
+    ``(?<!\\w)\\d[\\d_]{N}`` finds, where a long run follows a word character too."""
+    import re
+
+    from gradcli.lang.postlex import _long_number
+    from gradcli.limits import MAX_NUMBER_CHARS as n
+    reference = re.compile(r"(?<!\w)\d[\d_]{%d}" % n)
+    long = "1" * (n + 1)
+    texts = ["x = " + long, "x" + long, "x" + long + " + " + long, "é" + long + "\n(" + long,
+             "_" + long + "_" + long, "a = 1\n" + long[:-1] + "\n", long, "y = " + "1_" * n,
+             "x" + long + "+" + "2" * n, "z" * 10 + "9" * (3 * n) + " " + "9" * (n + 5)]
+    for text in texts:
+        found, expected = _long_number(text), reference.search(text)
+        assert (found and found.span()) == (expected and expected.span()), text[:20]
+
+
+def test_a_long_programs_tree_is_frozen_out_of_the_collectors_way():
+    """session.prepare freezes what is alive after a long program's parse (its tree above all:
+    the collector would traverse it in its next collections); a short program's run freezes
+    nothing. Refcounting still frees the tree once the run drops it."""
+    from gradcli.cli import session
+    gc.unfreeze()
+    try:
+        session.prepare(session.Options(source="y = x * 2\n", grads=["x=ones(2)"]))
+        assert gc.get_freeze_count() == 0
+        text = big_program(20_000)
+        assert len(text) >= session.FREEZE_MIN_CHARS
+        prepared = session.prepare(session.Options(source=text, grads=["x=ones(2)", "y=ones(2)"]))
+        nodes = sum(1 for _ in walk(prepared.program))
+        assert gc.get_freeze_count() >= nodes
+        frozen = gc.get_freeze_count()
+        del prepared  # its nodes are freed (and leave the frozen generation) all the same
+        assert gc.get_freeze_count() <= frozen - nodes
+    finally:
+        gc.unfreeze()

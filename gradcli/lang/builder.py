@@ -266,17 +266,18 @@ class ASTBuilder:
         operands: list = []
         tokens: list = []  # operators and signs not applied yet, innermost last
         strengths: list = []  # how tightly each binds
-        new = _new
+        new, node_class = _new, Node  # the module's names as locals: read per item of the chain
+        binary_strength, sign, power = _BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH
         after_operand = False
         for item in items:
             if after_operand:  # a binary operator (the grammar puts one after every operand)
-                strength = _BINARY_STRENGTH[item.value]
+                strength = binary_strength[item.value]
                 # apply what binds at least as tightly (** only what binds tighter: right-associative)
                 while strengths and (strengths[-1] > strength or
-                                     (strengths[-1] == strength and strength != _POWER_STRENGTH)):
+                                     (strengths[-1] == strength and strength != power)):
                     token = tokens.pop()
                     right = operands.pop()
-                    if strengths.pop() == _SIGN_STRENGTH:  # _apply, inline
+                    if strengths.pop() == sign:  # _apply, inline
                         node = new(UnaryOp)
                         node.line, node.column = token.line, token.column
                         node.end_line, node.end_column = right.end_line, right.end_column
@@ -292,12 +293,12 @@ class ASTBuilder:
                 tokens.append(item)
                 strengths.append(strength)
                 after_operand = False
-            elif isinstance(item, Node):
+            elif isinstance(item, node_class):
                 operands.append(item)
                 after_operand = True
             else:  # a sign: applied once its operand, and any ** on it, is built
                 tokens.append(item)
-                strengths.append(_SIGN_STRENGTH)
+                strengths.append(sign)
         while tokens:
             _apply((strengths.pop(), tokens.pop()), operands)
         return operands[0]
@@ -341,7 +342,9 @@ class ASTBuilder:
                 if kwargs:
                     raise _error_at("positional argument follows keyword argument", item)
                 args.append(item)
-        return _span(Call(func, args, kwargs, kwarg_positions=positions), func, close)
+        node = _new(Call)  # a call per few terms of a long program: Node's constructor skipped
+        node.func, node.args, node.kwargs, node.kwarg_positions = func, args, kwargs, positions
+        return _span(node, func, close)
 
     def kwarg(self, name, value):
         _check_name(name)

@@ -15,6 +15,12 @@ callback). :class:`FastPath` does the same work in two tight loops:
 - the postlexer (:class:`~gradcli.lang.postlex.GradIndenter`, the same one as Lark's path);
 - the LALR driver: Lark's parse table and its callbacks (the embedded AST builder), shifting and
   reducing as Lark's ``ParserState.feed_token`` does, with each rule's callback looked up once.
+  The table is a list of rows (dicts by terminal) indexed by state; each reduction is made one of
+  a few kinds when the table is built (:func:`_reduction`), so that the driver does the least
+  for the common ones: a ``?rule`` of one symbol only moves the state; a rule the builder takes
+  as it is calls the builder's method itself (a name, a number: one Python call, not the two or
+  three of wrappers); a rule of one symbol replaces the stack's top in place; a repetition's
+  next step (an arithmetic chain's ``op operand``) grows the list below it in place.
 
 The tables come from a loaded Lark parser (:func:`tables_from_lark`) as plain data -- the combined
 pattern, the ignored and newline terminals, the LALR action/goto table, and per rule what Lark's
@@ -67,9 +73,12 @@ class FastPath:
         self.indenter = indenter
         self.start_state, self.end_state = tables["start_state"], tables["end_state"]
         reductions = [_reduction(rule, builder) for rule in tables["rules"]]
-        self.table = {state: {symbol: action if action >= 0 else reductions[-1 - action]
-                              for symbol, action in row.items()}
-                      for state, row in tables["states"].items()}
+        rows = {state: {symbol: action if action >= 0 else reductions[-1 - action]
+                        for symbol, action in row.items()}
+                for state, row in tables["states"].items()}
+        # A list indexed by state (Lark numbers them 0, 1, ...): the driver's lookups are two
+        # subscripts, a row's missing symbol a KeyError (the parser does not take the token there).
+        self.table = [rows.get(state, {}) for state in range(max(rows, default=0) + 1)]
 
     @classmethod
     def from_lark(cls, lark, indenter, builder=None) -> "FastPath":
@@ -94,75 +103,115 @@ class FastPath:
         where the last one ended (a character no terminal matches stops it)."""
         new, Tok = tuple.__new__, Token
         ignore, newline_types = self.ignore, self.newline_types
+        special = ignore | newline_types  # one test for most tokens
         end = line_start = 0
         line = 1
         for m in iter(self.regex.scanner(text).match, None):
             ttype = m.lastgroup
             start = m.end(1)  # after the spaces before it
             end = m.end()
-            if ttype in newline_types:
-                value = text[start:end]
-                if "\n" in value:
-                    end_line = line + value.count("\n")
-                    end_start = start + value.rindex("\n") + 1
-                    if ttype not in ignore:
-                        yield new(Tok, (ttype, value, start, line, start - line_start + 1,
-                                        end_line, end - end_start + 1, end))
-                    line, line_start = end_line, end_start
-                    continue
-            if ttype not in ignore:
+            if ttype not in special:
                 yield new(Tok, (ttype, text[start:end], start, line, start - line_start + 1,
+                                line, end - line_start + 1, end))
+                continue
+            value = text[start:end]
+            if ttype in newline_types and "\n" in value:
+                end_line = line + value.count("\n")
+                end_start = start + value.rindex("\n") + 1
+                if ttype not in ignore:
+                    yield new(Tok, (ttype, value, start, line, start - line_start + 1,
+                                    end_line, end - end_start + 1, end))
+                line, line_start = end_line, end_start
+            elif ttype not in ignore:
+                yield new(Tok, (ttype, value, start, line, start - line_start + 1,
                                 line, end - line_start + 1, end))
         if end != len(text):  # a character no terminal matches
             raise _NoFastPath
 
     def _drive(self, tokens) -> Any:
         """Shift and reduce as Lark's LALR parser does (``ParserState.feed_token``), calling the
-        same callbacks; the input ends with Lark's "$END" token."""
+        same callbacks; the input ends with Lark's "$END" token. A reduction is ``(size, rule's
+        symbol, function, kind)`` (:func:`_reduction`); the kinds that pop one value or grow a
+        list replace the top of the stacks in place, with no list of children made."""
         table = self.table
         state = self.start_state
         states = [state]
         values: list = []
-        for token in tokens:
-            ttype = token[0]  # its type
-            action = table[state].get(ttype)
-            while action.__class__ is not int:  # reduce
-                if action is None:  # the parser does not take this token here
-                    raise _NoFastPath
-                size, origin, callback = action
-                if callback is None:  # a unit rule: the value stays, the state moves
-                    state = states[-1] = table[states[-2]][origin]
-                else:
-                    if size:
-                        children = values[-size:]
-                        del values[-size:]
-                        del states[-size:]
+        try:
+            for token in tokens:
+                ttype = token[0]  # its type
+                action = table[state][ttype]
+                while action.__class__ is not int:  # reduce
+                    size, origin, function, kind = action
+                    if kind is _UNIT:  # a ?rule of one symbol: the value stays, the state moves
+                        pass
+                    elif kind is _CALL_ONE:  # one child, given inline
+                        values[-1] = function(values[-1])
+                    elif kind is _GROW:  # a repetition's next step: the list so far grows in place
+                        grown = values[-size]
+                        grown += values[1 - size:]
+                        del values[1 - size:]
+                        del states[1 - size:]
+                    elif kind is _LIST_ONE:  # one child, given as a list
+                        values[-1] = function(values[-1:])
                     else:
-                        children = []
-                    values.append(callback(children))
-                    state = table[states[-1]][origin]
-                    states.append(state)
-                action = table[state].get(ttype)
-            states.append(action)  # shift
-            values.append(token)
-            state = action
-        end_state = self.end_state
-        while True:  # "$END": reduce until the start rule's value is made
+                        if size:
+                            children = values[-size:]
+                            del values[-size:]
+                            del states[-size:]
+                        else:
+                            children = []
+                        values.append(function(*children) if kind is _CALL else function(children))
+                        state = table[states[-1]][origin]
+                        states.append(state)
+                        action = table[state][ttype]
+                        continue
+                    # the reduced rule's value is on top, in place of its first symbol's
+                    state = states[-1] = table[states[-2]][origin]
+                    action = table[state][ttype]
+                states.append(action)  # shift
+                values.append(token)
+                state = action
+        except KeyError:  # the parser does not take this token here
+            raise _NoFastPath from None
+        return self._end(states, values)
+
+    def _end(self, states: list, values: list) -> Any:
+        """Lark's "$END": reduce until the start rule's value is made (a few steps, not hot)."""
+        table, end_state = self.table, self.end_state
+        while True:
             action = table[states[-1]].get("$END")
             if action.__class__ is not tuple:
                 raise _NoFastPath
-            size, origin, callback = action
-            if callback is None:
+            size, origin, function, kind = action
+            if kind is _UNIT:
                 states[-1] = table[states[-2]][origin]
             else:
                 children = values[-size:] if size else []
                 if size:
                     del values[-size:]
                     del states[-size:]
-                values.append(callback(children))
+                if kind is _GROW:
+                    grown = children[0]
+                    grown += children[1:]
+                    value = grown
+                elif kind is _CALL or kind is _CALL_ONE:
+                    value = function(*children)
+                else:
+                    value = function(children)
+                values.append(value)
                 states.append(table[states[-1]][origin])
             if states[-1] == end_state:
                 return values[-1]
+
+
+# The kinds of reduction (:func:`_reduction`), compared by identity in the driver.
+_UNIT = "unit"  # a ?rule of one symbol: no call, the state moves
+_CALL = "call"  # the builder's method, called with the children inline
+_CALL_ONE = "call one"  # _CALL of a rule of one symbol: its value replaces the top in place
+_LIST = "list"  # a function of the list of children (filtered, spliced, ?rule's one-child case)
+_LIST_ONE = "list one"  # _LIST of a rule of one symbol
+_GROW = "grow"  # a repetition's next step: its children appended to the list below them
 
 
 def _check_spaces_start_nothing(spaces: list, tokens: list, flags: int) -> None:
@@ -335,15 +384,25 @@ def tables_from_lark(lark) -> dict:
 
 
 def _reduction(rule, builder):
-    """``(size, rule's symbol, callback)`` for one rule of the plain tables: the builder's method
-    of the rule's name (or alias) called with the children inline, wrapped as Lark's
+    """``(size, rule's symbol, function, kind)`` for one rule of the plain tables (the kinds are
+    listed above): the builder's method of the rule's name (or alias), wrapped as Lark's
     parse-tree builder wraps it (``?rule`` with one child gives the child; the children the
     grammar filters out left out, absent ``[...]`` parts as None, ``_rule``'s children spliced
     into its parent's). A rule of no method gives its children as a list (only ``_rule``s,
-    whose parents splice them); the callback is None for a ``?rule`` of one symbol: the driver
-    leaves the value where it is."""
+    whose parents splice them). Where no wrapping is needed the method itself is the function
+    (one Python call a reduction, not three)."""
     origin, size, name, expand1, keep = rule
     method = getattr(builder, name, None) if not name.startswith("_") else None
+    if expand1 and size == 1 and (keep is None or keep == ([(0, False, 0)], 0)):
+        return (size, origin, None, _UNIT)
+    if (keep is not None and method is None and origin.startswith("_") and not expand1
+            and size >= 2 and keep[1] == 0
+            and [tuple(x) for x in keep[0]] == [(0, True, 0)] + [(i, False, 0) for i in range(1, size)]):
+        # a repetition's next step (``__arith_star: __arith_star OP primary``): the list so far
+        # grows by the step's children (in place, as Lark's child filter grows it)
+        return (size, origin, None, _GROW)
+    if method is not None and keep is None and not expand1:
+        return (size, origin, method, _CALL_ONE if size == 1 else _CALL)
     if method is None:
         if not origin.startswith("_"):
             def call(children, name=name):
@@ -354,27 +413,17 @@ def _reduction(rule, builder):
     else:
         def call(children, method=method):
             return method(*children)
+    built = call
     if expand1:
-        if size == 1 and (keep is None or keep == ([(0, False, 0)], 0)):
-            return (size, origin, None)
-
         def expanded(children, call=call):
             return children[0] if len(children) == 1 else call(children)
         built = expanded
-    else:
-        built = call
-    if (keep is not None and method is None and origin.startswith("_") and not expand1
-            and keep[1] == 0 and [tuple(x) for x in keep[0]] == [(0, True, 0)] + [(i, False, 0) for i in range(1, size)]):
-        # a repetition's next step (``__arith_star: __arith_star OP primary``): the list so far
-        # grows by the step's children (in place, as Lark's child filter grows it)
-        def grow(children):
-            grown = children[0]
-            grown += children[1:]
-            return grown
-        return (size, origin, grow)
     if keep is not None:
         include, append_none = keep
         include = tuple(tuple(x) for x in include)
+        if method is not None and not expand1:  # the filtered children straight to the method
+            return (size, origin, _filtered_call(method, include, append_none),
+                    _LIST_ONE if size == 1 else _LIST)
 
         def built(children, inner=built, include=include, append_none=append_none):
             filtered = []
@@ -391,4 +440,28 @@ def _reduction(rule, builder):
             if append_none:
                 filtered += [None] * append_none
             return inner(filtered)
-    return (size, origin, built)
+    built.__name__ = built.__qualname__ = name  # the rule (or alias) it builds
+    return (size, origin, built, _LIST_ONE if size == 1 else _LIST)
+
+
+def _filtered_call(method, include: tuple, append_none: int):
+    """The builder's ``method`` called with a rule's children filtered as Lark's child filter
+    does (see :func:`_reduction`): its common case (``call``, ``paren``, ``attribute``...) in one
+    Python call, not three."""
+    def built(children):
+        filtered = []
+        for i, expand, add_none in include:
+            if add_none:
+                filtered += [None] * add_none
+            if expand:
+                if filtered:
+                    filtered += children[i]
+                else:  # a left-recursive list: grown in place, as Lark does
+                    filtered = children[i]
+            else:
+                filtered.append(children[i])
+        if append_none:
+            filtered += [None] * append_none
+        return method(*filtered)
+    built.__name__ = built.__qualname__ = method.__name__  # what it builds, for tracebacks and tests
+    return built

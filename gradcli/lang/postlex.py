@@ -25,11 +25,7 @@ def prescan(text: str) -> None:
     regular expressions repeat a group per digit ("_?\\d") and per escape, and Python's ``re`` keeps
     state for each repetition (a 10 MiB number took 3.5 GB before it reached :func:`_check_literal`).
     Linear in the text; the limits are :func:`_check_literal`'s."""
-    global _LONG_NUMBER
-    if _LONG_NUMBER is None:
-        import re
-        _LONG_NUMBER = re.compile(r"(?<!\w)\d[\d_]{%d}" % MAX_NUMBER_CHARS)
-    m = _LONG_NUMBER.search(text)
+    m = _long_number(text)
     if m is not None:
         line = text.count("\n", 0, m.start()) + 1
         column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
@@ -41,6 +37,27 @@ def prescan(text: str) -> None:
             if n > MAX_STRING_ESCAPES:
                 raise GradSyntaxError(f"this line has {n:,} backslashes (string escapes), over the limit of "
                                       f"{MAX_STRING_ESCAPES:,}", line=i, column=line_text.index("\\") + 1)
+
+
+def _long_number(text: str):
+    """The first run of digits (and ``_``) longer than MAX_NUMBER_CHARS that starts a token (no word
+    character before it), as the match of ``(?<!\\w)\\d[\\d_]{N}``, or None. Searched without the
+    lookbehind, which costs ``re`` a test at every character (two thirds of the search of a long
+    program); a run found after a word character is skipped whole: no position in it can match."""
+    global _LONG_NUMBER, _WORD, _RUN
+    if _LONG_NUMBER is None:
+        import re
+        _LONG_NUMBER = re.compile(r"\d[\d_]{%d}" % MAX_NUMBER_CHARS)
+        _WORD, _RUN = re.compile(r"\w"), re.compile(r"[\d_]*")
+    pos = 0
+    while True:
+        m = _LONG_NUMBER.search(text, pos)
+        if m is None or m.start() == 0 or not _WORD.match(text, m.start() - 1):
+            return m
+        pos = _RUN.match(text, m.end()).end()
+
+
+_WORD = _RUN = None
 
 
 def _check_literal(token) -> None:
@@ -127,22 +144,27 @@ class PostLexer:
                     line=token.end_line, column=token.end_column)
 
     def _process(self, stream):
+        """The tokens of ``stream`` with the indentation's tokens added and keywords made (see the
+        class). Half a million tokens go through here for a long program: the loop reads only
+        local names (the class's and the module's constants copied in once)."""
         token = None
         first = True
         budget = LIMITS.max_statements  # --max-statements, counted while parsing (stops early)
         content = semicolon = heading = False
+        nl_type, brackets, make = self.NL_type, self.brackets, self.Token
+        keywords, unsupported, opening, closing = KEYWORD_TERMINALS, UNSUPPORTED_KEYWORDS, OPEN, CLOSE
         for token in stream:
             ttype = token.type
-            if ttype == self.NL_type:
+            if ttype == nl_type:
                 first = False
-                if content and not self.brackets and not heading:  # a line of statements ended: one more
+                if content and not brackets and not heading:  # a line of statements ended: one more
                     budget -= 1
                     if budget < 0:
                         raise statements_error(LIMITS.max_statements, more=True)
                 content = semicolon = False
                 yield from self.handle_NL(token)
                 continue
-            if semicolon and not self.brackets:  # "a; b": the ";" ended a statement
+            if semicolon and not brackets:  # "a; b": the ";" ended a statement
                 budget -= 1
             if not content:  # "else:" and "@decorator" lines are parts of the statement they head
                 heading = token.value == "else" or token.value == "@"
@@ -156,19 +178,19 @@ class PostLexer:
                                           column=token.column)
             if ttype == "NAME":
                 value = token.value
-                if value in KEYWORD_TERMINALS:  # a keyword where it cannot be: the parser says so
-                    token = self.Token(KEYWORD_TERMINALS[value], value, token.start_pos, token.line,
-                                       token.column, token.end_line, token.end_column, token.end_pos)
-                elif value in UNSUPPORTED_KEYWORDS:
+                if value in keywords:  # a keyword where it cannot be: the parser says so
+                    token = make(keywords[value], value, token.start_pos, token.line,
+                                 token.column, token.end_line, token.end_column, token.end_pos)
+                elif value in unsupported:
                     raise GradSyntaxError(f"'{value}' is not part of the gradcli language (its "
                                           f"statements: {SUPPORTED_STATEMENTS})",
                                           line=token.line, column=token.column)
             yield token
             # After the parser took the token: on an error, the stack is as before it.
-            if ttype in OPEN:
-                self.brackets.append(token)
-            elif ttype in CLOSE and self.brackets:
-                self.brackets.pop()
+            if ttype in opening:
+                brackets.append(token)
+            elif ttype in closing and brackets:
+                brackets.pop()
         while len(self.indent_level) > 1:
             self.indent_level.pop()
             if token is None:

@@ -223,3 +223,57 @@ def test_the_seed_example_imports_neither_rich_nor_lark_nor_typer():
                            env=dict(os.environ, PYTHONPATH=root, COLUMNS="80"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[-1] == "0 []"
+
+
+
+# -- what a user sees: the command on a pipe and on a real terminal, with and without rich -------------
+
+_WRAPPER = ("import sys; from gradcli.present import tables; from gradcli.cli.fast import main\n"
+            "if sys.argv.pop(1) == 'rich': tables._plain_mode = lambda file: None\n"
+            "sys.exit(main(sys.argv[1:]))")
+_ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+
+
+def _command(drawer, args, env_vars, columns=None):
+    """(exit code, bytes shown) of ``gradcli eval ARGS`` drawn by ``drawer`` ('plain', or 'rich':
+    the plain path switched off), on a pipe, or on a pseudo-terminal ``columns`` wide."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TERM")}
+    env.update(env_vars, PYTHONPATH=_ROOT)
+    cmd = [sys.executable, "-c", _WRAPPER, drawer, "eval", *args]
+    if columns is None:
+        p = subprocess.run(cmd, capture_output=True, env=env, cwd=_ROOT, stdin=subprocess.DEVNULL, timeout=300)
+        return p.returncode, p.stdout, p.stderr
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=_ROOT)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed: the process has ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.wait(timeout=300), b"".join(chunks), err
+
+
+@pytest.mark.parametrize("args", [["-f", "examples/seed0_variable.grad"], ["-f", "examples/seed3_quickstart.grad"],
+                                  ["-f", "examples/seed3_quickstart.grad", "--wide"],
+                                  ["x = ones(2)\nassert x.sum() == 3, 'a failing check with a message'"]])
+@pytest.mark.parametrize("where", [
+    ({"COLUMNS": "80"}, None), ({"COLUMNS": "120"}, None), ({"COLUMNS": "80", "FORCE_COLOR": "1"}, None),
+    ({"TERM": "xterm-256color"}, 80), ({"TERM": "xterm-256color"}, 120),
+    ({"TERM": "xterm-256color", "NO_COLOR": "1"}, 120), ({"TERM": "dumb"}, 120)])
+def test_the_command_shows_the_same_bytes_without_rich(args, where):
+    env_vars, columns = where
+    assert _command("plain", args, env_vars, columns) == _command("rich", args, env_vars, columns)

@@ -125,9 +125,7 @@ def _preload(name: str, kwargs: dict) -> None:
         from . import session  # noqa: F401
         from ..lang import parser
         parser.preload()  # the fast path's cached tables, or lark where there are none
-        if name == "eval" and not kwargs.get("json_"):
-            import rich.console  # noqa: F401
-            import rich.table  # noqa: F401
+        # rich is not preloaded: most tables are drawn without it (gradcli.present.plain_table)
     except ImportError:  # let the command report it
         pass
     finally:

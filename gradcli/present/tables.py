@@ -1,7 +1,9 @@
-"""Rendering a run: the variables table (rich), the JSON document, and error messages.
+"""Rendering a run: the variables table, the JSON document, and error messages.
 
-Rich is imported only when a table is drawn; JSON and errors need nothing but the
-standard library, so scripted use stays fast.
+The tables are rich's: :mod:`gradcli.present.plain_table` writes rich's exact bytes for the common
+ones without importing rich (~20 ms of a start), and rich itself draws the rest (wide characters,
+a message that wraps, a dumb terminal...). JSON and errors need nothing but the standard library,
+so scripted use stays fast.
 """
 
 from __future__ import annotations
@@ -268,14 +270,26 @@ def _console(file=None):
     a failed check), which the entry point turns into a quiet exit 141."""
     from rich.console import Console
     file = file or sys.stdout
-    is_tty = hasattr(file, "isatty") and file.isatty()
-    force = bool(os.environ.get("FORCE_COLOR"))
-    styled = is_tty or force
+    force, styled = _colour_flags(file)
     console = Console(file=file, width=width(file), highlight=False, soft_wrap=False,
                       force_terminal=True if force else None, color_system="auto" if styled else None,
                       no_color=bool(os.environ.get("NO_COLOR")))
     console.on_broken_pipe = _broken_pipe
     return console
+
+
+def _colour_flags(file) -> tuple[bool, bool]:
+    """(FORCE_COLOR is set, the output is styled: a terminal or forced) for ``file``."""
+    is_tty = hasattr(file, "isatty") and file.isatty()
+    force = bool(os.environ.get("FORCE_COLOR"))
+    return force, is_tty or force
+
+
+def _plain_mode(file):
+    """How :mod:`gradcli.present.plain_table` draws for ``file`` what rich would with
+    :func:`_console`'s console, or None where rich must draw."""
+    from . import plain_table
+    return plain_table.output_mode(file, *_colour_flags(file))
 
 
 def show(console, *renderables, **kwargs) -> None:
@@ -344,11 +358,11 @@ def print_table(result, file=None, title: str | None = None, wide: bool = False)
     in a first table (values first: data, grad, grad_fn, shape...), the rest in a second table
     below (and a third if need be), each starting with the name. A cell is never folded: a
     column wider than the terminal on its own is printed whole. ``wide``: one table with every
-    column, however wide (``--wide``)."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-    console = _console(file)
+    column, however wide (``--wide``).
+
+    Drawn by :mod:`gradcli.present.plain_table` where that writes rich's bytes (most runs: rich
+    is then never imported), else by rich."""
+    file = file or sys.stdout
     names = [c for c, _ in _COLUMNS]
     shown, hidden = _table_rows(rows(result))
     data = [dict(zip(names, (escape_controls(c) for c in _cells(t, name)))) for name, t in shown]
@@ -359,19 +373,78 @@ def print_table(result, file=None, title: str | None = None, wide: bool = False)
         data.insert(MAX_TABLE_ROWS // 2, filler)
     if not data and not result.checks:
         return  # nothing to show: no empty table
-
-    if data:
-        groups = [list(_PRIORITY)] if wide else _pack(console, _measuring_table(console, data))
-        for k, cols in enumerate(groups):
+    mode = _plain_mode(file)
+    if data and not (mode and title is None and _print_plain_variables(file, mode, data, wide)):
+        console = _console(file)
+        for k, cols in enumerate(_rich_groups(console, data, wide)):
             fit_print(console, variables_table(data, cols, title if k == 0 else None))
-    if result.checks:
-        checks = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
-        for col in ("line", "result", "message"):
-            checks.add_column(col, no_wrap=col != "message")
-        for c in result.checks:
-            checks.add_row(str(c.line), Text("pass", style="green") if c.passed else
-                           Text("FAIL", style="bold red"), Text(escape_controls(c.message or "")))
-        show(console, checks)
+    if result.checks and not (mode and _print_plain_checks(file, mode, result.checks)):
+        _print_checks(_console(file), result.checks)
+
+
+def _rich_groups(console, data: list[dict], wide: bool) -> list[list[str]]:
+    """The columns of each variables table, measured by rich."""
+    if wide:
+        return [list(_PRIORITY)]
+    make = _measuring_table(console, data)
+    return _pack(console.width, lambda cols: natural_width(console, make(cols)))
+
+
+def _print_plain_variables(file, mode, data: list[dict], wide: bool) -> bool:
+    """The variables tables of :func:`print_table` through :mod:`plain_table`; False (nothing
+    written) where it cannot draw them as rich would. The columns are packed arithmetically:
+    for plain text a table's width is the sum of its columns' (:func:`plain_table.table_width`)."""
+    from . import plain_table
+    if not all(plain_table.plain_text(text) for r in data for text in r.values()):
+        return False
+    content = {col: plain_table.column_width(col, [r[col] for r in data]) for col, _ in _COLUMNS}
+
+    def measure(cols):
+        return plain_table.table_width([content["name"]] + [content[c] for c in cols])
+
+    groups = [list(_PRIORITY)] if wide else _pack(width(file), measure)
+    texts = []
+    for cols in groups:
+        shown = [(col, style) for col, style in _COLUMNS if col == "name" or col in cols]
+        cells = [[(r[col], _grad_style(r[col]) if col == "grad" else "") for col, _ in shown] for r in data]
+        texts.append(plain_table.render(shown, cells, mode))  # at its natural width, as fit_print
+    if None in texts:
+        return False
+    for text in texts:
+        file.write(strip_trailing(text))
+    return True
+
+
+def _check_cells(c) -> tuple:
+    """A check's row: its line, pass or FAIL, its message; each (text, style)."""
+    return ((str(c.line), ""), ("pass", "green") if c.passed else ("FAIL", "bold red"),
+            (escape_controls(c.message or ""), ""))
+
+
+def _print_plain_checks(file, mode, checks) -> bool:
+    """The checks table through :mod:`plain_table` (False where it cannot draw it as rich would:
+    a message that has to wrap, wide characters)."""
+    from . import plain_table
+    text = plain_table.render([("line", ""), ("result", ""), ("message", "")], [_check_cells(c) for c in checks],
+                              mode, width(file), title="checks")
+    if text is None:
+        return False
+    file.write(strip_trailing(text))
+    return True
+
+
+def _print_checks(console, checks) -> None:
+    """The checks table, by rich."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+    table = Table(box=box.SIMPLE_HEAVY, pad_edge=False, title="checks", title_justify="left")
+    for col in ("line", "result", "message"):
+        table.add_column(col, no_wrap=col != "message")
+    for c in checks:
+        (line, _), (result, style), (message, _) = _check_cells(c)
+        table.add_row(line, Text(result, style=style), Text(message))
+    show(console, table)
 
 
 def _grad_style(text: str) -> str:
@@ -395,7 +468,7 @@ def variables_table(data: list[dict], columns, title: str | None = None):
 
 
 def _measuring_table(console, data: list[dict]):
-    """``make(columns)`` for :func:`_pack`: the table of those columns with one row, each cell the
+    """``make(columns)`` for rich's :func:`_pack`: the table of those columns with one row, each cell the
     widest of its column. A table's natural width is the sum of its columns' widest cells (and
     rules and padding), so this one measures as the whole table would, while measuring every
     cell of every candidate table cost more than the rest of a small run (~10 ms for the seed
@@ -412,13 +485,14 @@ def _measuring_table(console, data: list[dict]):
     return lambda cols: variables_table([widest], cols)
 
 
-def _pack(console, make) -> list[list[str]]:
-    """The columns of :data:`_PRIORITY` in as few tables as fit the console's width: each column
-    goes into the first table it fits in (first fit, values first)."""
+def _pack(columns: int, measure) -> list[list[str]]:
+    """The columns of :data:`_PRIORITY` in as few tables as fit ``columns`` wide (``measure``:
+    the width of the table of the name and the given columns): each column goes into the first
+    table it fits in (first fit, values first)."""
     groups: list[list[str]] = []
     for col in _PRIORITY:
         for cols in groups:
-            if natural_width(console, make(cols + [col])) <= console.width:
+            if measure(cols + [col]) <= columns:
                 cols.append(col)
                 break
         else:

@@ -252,7 +252,9 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 \
             and total_weight == target.shape[0]:
         # the usual call (see _picked: every row picks its target, in order)
-        total = _ADD_REDUCE(x[_rows(target.shape[0]), target], 0, None, None, True)
+        n = target.shape[0]
+        rows = _ROWS.get(n)
+        total = _ADD_REDUCE(x[_rows(n) if rows is None else rows, target], 0, None, None, True)
         if reduction == 1:
             total /= -total_weight  # as below
         else:
@@ -301,8 +303,12 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
     each row's target."""
     if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
         xp = F.backend.xp
-        key = (_rows(target.shape[0]), target) if len(sizes) == 2 and total_weight == target.shape[0] \
-            and target.__class__ is _ndarray else _picked(xp, len(sizes), target, ignore_index, weight, total_weight)[0]
+        n = target.shape[0] if target.__class__ is _ndarray and len(sizes) == 2 else -1
+        if total_weight == n:  # the usual call (see _picked)
+            rows = _ROWS.get(n)
+            key = (_rows(n) if rows is None else rows, target)
+        else:
+            key = _picked(xp, len(sizes), target, ignore_index, weight, total_weight)[0]
         out = xp.zeros(tuple(sizes), dtype=grad.dtype)
         out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
         return out
@@ -354,11 +360,13 @@ def _usual_call(data, t, ignore_index, reduction):
     target negative means none is ignored and every row picks. (A target >= C makes NumPy's
     indexing in the forward raise IndexError before any node is recorded: the general path then
     says which target.) None for any other call."""
-    if data.__class__ is _ndarray and t.__class__ is _ndarray and data.ndim == 2 and t.ndim == 1 \
-            and t.shape[0] == data.shape[0] and t.shape[0] and t.dtype == _INT64 and data.dtype.kind == "f" \
-            and ignore_index.__class__ is int and ignore_index < 0 and reduction.__class__ is str \
-            and reduction in _REDUCTIONS and _MIN_REDUCE(t) >= 0:
-        return t, None, float(t.shape[0]), ignore_index, _REDUCTIONS[reduction]
+    if data.__class__ is _ndarray and t.__class__ is _ndarray and ignore_index.__class__ is int \
+            and ignore_index < 0 and reduction.__class__ is str:
+        shape = data.shape
+        if len(shape) == 2 and t.shape == shape[:1] and shape[0] and t.dtype is _INT64 and data.dtype.kind == "f":
+            code = _REDUCTIONS.get(reduction)  # (an int64 array's dtype is NumPy's one int64 dtype object)
+            if code is not None and _MIN_REDUCE(t) >= 0:
+                return t, None, float(shape[0]), ignore_index, code
     return None
 
 

@@ -306,3 +306,24 @@ def test_bce_inside_the_open_interval_records_what_the_general_path_records(redu
                 np.testing.assert_allclose(np.array(out.tolist()), tout.detach().numpy(), rtol=rtol)
                 np.testing.assert_allclose(np.array(a.grad.tolist()), ta.grad.numpy(), rtol=rtol)
                 np.testing.assert_allclose(np.array(b.grad.tolist()), tb.grad.numpy(), rtol=rtol)
+
+
+def test_nll_backward_places_the_same_bits_as_the_zero_d_division():
+    """nll_loss's usual backward divides the 0-d gradient as a Python float (no ufunc call): the
+    double quotient rounded to float16/32 is the dtype's own correctly rounded quotient, so every
+    gradient is g / -total_weight's bits (and -g's for reduction="sum"), signs, zeros and
+    subnormals included."""
+    rng = np.random.default_rng(5)
+    specials = [0.0, -0.0, float("inf"), float("nan"), 1e-45, 3e-39, 65504.0]
+    for dtype in (np.float16, np.float32, np.float64):
+        for trial in range(600):
+            n, c = int(rng.integers(1, 3000 if trial % 2 else 200)), int(rng.integers(1, 4))
+            t = rng.integers(0, c, n)
+            scale = 10.0 ** float(rng.integers(-5, 5) if dtype == np.float16 else rng.integers(-40, 40))
+            value = specials[trial] if trial < len(specials) else rng.standard_normal() * scale
+            with np.errstate(over="ignore", under="ignore"):
+                g = np.asarray(value).astype(dtype)
+            for code in (1, 2):
+                want = np.zeros((n, c), dtype)
+                want[np.arange(n), t] = g / -float(n) if code == 1 else -g
+                _bits(NF.nll_grad(AM, g, (n, c), t, None, float(n), -100, code), want)

@@ -310,7 +310,17 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
         else:
             key = _picked(xp, len(sizes), target, ignore_index, weight, total_weight)[0]
         out = xp.zeros(tuple(sizes), dtype=grad.dtype)
-        out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
+        if grad.__class__ is _ndarray and grad.dtype.kind == "f" \
+                and 0 < total_weight <= (2048 if grad.dtype.itemsize == 2 else 16777216):
+            # the 0-d gradient as a Python float: the quotient in double precision, rounded to the
+            # array's dtype as it is stored, is the dtype's own correctly rounded quotient (a double
+            # holds more than twice a float32's or float16's digits), so the same bits as g / -w,
+            # without a ufunc call -- where w, a count of targets, is exact in the dtype as NumPy
+            # casts it (integers up to 2048 in float16, 2**24 in float32)
+            value = float(grad)
+            out[key] = value / -total_weight if reduction == 1 else -value
+        else:
+            out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
         return out
     key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     count = int(cols.shape[0])

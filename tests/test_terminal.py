@@ -140,6 +140,20 @@ def test_the_terminal_width_is_the_terminals():
         assert tables == (1 if columns >= 160 else 2 if columns >= 100 else 3)
 
 
+def test_a_dumb_terminal_gets_its_own_width_and_no_cell_is_cut():
+    """TERM=dumb (Emacs' shell): rich sized such a console at 80 columns whatever width gradcli gave
+    it, and cut cells with an ellipsis; now the terminal's width, as any terminal's, without colour."""
+    name = "a_variable_name_long_enough_that_an_eighty_column_table_would_have_to_cut_it_short_here"
+    for columns in (200, 80):
+        code, shown = on_a_terminal(["eval", f"{name} = ones(2, 3)"], columns, TERM="dumb")
+        _, xterm = on_a_terminal(["eval", f"{name} = ones(2, 3)"], columns, NO_COLOR="1")
+        assert code == 0 and ESC not in shown and "\u2026" not in shown
+        assert name in shown and "tensor([[1., 1., 1.]," in shown
+        assert table_lines(shown) == table_lines(xterm)
+    code, shown = on_a_terminal(["eval", "-f", QUICK], 200, TERM="dumb")
+    assert sum(line.split()[:1] == ["name"] for line in table_lines(shown)) == 1  # one table, as at 200 columns
+
+
 def test_error_on_a_terminal_is_coloured_and_wrapped_between_words():
     program = "y = 2 + undefined_name_that_is_long"
     code, shown = on_a_terminal(["eval", program], 40)

@@ -10,8 +10,8 @@ for such a table, byte for byte: tests/test_plain_table.py compares the two on t
 tables, on a terminal or not, in colour, under ``NO_COLOR`` and without colour.
 
 Anything outside that case returns None, and the caller draws the table with rich as before:
-wide or combining characters, tabs, a table that must wrap, a dumb terminal (rich forces 80
-columns there), a stream that is not UTF-8 (rich draws an ASCII box), Windows, Jupyter, IDLE,
+wide or combining characters, tabs, a table that must wrap, a dumb terminal (rich's console
+treats it apart: its size, its colours), a stream that is not UTF-8 (rich draws an ASCII box), Windows, Jupyter, IDLE,
 ``TTY_COMPATIBLE``.
 """
 
@@ -49,7 +49,7 @@ def output_mode(file, force: bool, styled: bool) -> str | None:
     if terminal is None:
         return None
     if terminal and os.environ.get("TERM", "").lower() in ("dumb", "unknown"):
-        return None  # rich's console is then 80 columns whatever the width asked
+        return None  # rich's console treats it apart (without a height it would even be 80 columns)
     if not (styled and terminal):
         return PLAIN  # color_system None (or "auto" detected as None: not a terminal)
     return ATTRIBUTES if os.environ.get("NO_COLOR") else COLOUR

@@ -271,7 +271,10 @@ def _console(file=None):
     from rich.console import Console
     file = file or sys.stdout
     force, styled = _colour_flags(file)
-    console = Console(file=file, width=width(file), highlight=False, soft_wrap=False,
+    # A height as well as the width: given a width alone, rich sizes a TERM=dumb terminal's console
+    # at 80 columns whatever the width asked (Console.size), and crops cells with "..." there.
+    # Nothing printed here reads the height.
+    console = Console(file=file, width=width(file), height=25, highlight=False, soft_wrap=False,
                       force_terminal=True if force else None, color_system="auto" if styled else None,
                       no_color=bool(os.environ.get("NO_COLOR")))
     console.on_broken_pipe = _broken_pipe

@@ -143,3 +143,34 @@ try:
         gc.set_grad_enabled(True)
 except ImportError:  # pragma: no cover (helpers used without pytest)
     pass
+
+
+def run_on_a_terminal(cmd, columns: int, env: dict, cwd: str, stderr_on_terminal: bool = True):
+    """Run ``cmd`` with stdout (and stderr, unless ``stderr_on_terminal`` is False: then a pipe)
+    on a real pseudo-terminal of ``columns`` columns; (exit code, bytes shown, stderr bytes)."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=slave if stderr_on_terminal else subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the terminal closed: the process has ended
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    err = b""
+    if not stderr_on_terminal:
+        err = proc.stderr.read()
+        proc.stderr.close()
+    return proc.wait(timeout=300), b"".join(chunks), err

@@ -28,6 +28,7 @@ from rich.text import Text
 
 from gradcli.cli.session import Options, run
 from gradcli.present import plain_table, tables
+from helpers import run_on_a_terminal
 
 RICH_CONSOLES = [  # (rich console keywords, the plain_table mode that must draw as it does)
     ({"color_system": None}, plain_table.PLAIN),
@@ -237,34 +238,14 @@ _ROOT = __import__("os").path.dirname(__import__("os").path.dirname(__import__("
 def _command(drawer, args, env_vars, columns=None):
     """(exit code, bytes shown) of ``gradcli eval ARGS`` drawn by ``drawer`` ('plain', or 'rich':
     the plain path switched off), on a pipe, or on a pseudo-terminal ``columns`` wide."""
-    import fcntl
     import os
-    import pty
-    import struct
-    import termios
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TERM")}
     env.update(env_vars, PYTHONPATH=_ROOT)
     cmd = [sys.executable, "-c", _WRAPPER, drawer, "eval", *args]
     if columns is None:
         p = subprocess.run(cmd, capture_output=True, env=env, cwd=_ROOT, stdin=subprocess.DEVNULL, timeout=300)
         return p.returncode, p.stdout, p.stderr
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    proc = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=_ROOT)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the terminal closed: the process has ended
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    err = proc.stderr.read()
-    proc.stderr.close()
-    return proc.wait(timeout=300), b"".join(chunks), err
+    return run_on_a_terminal(cmd, columns, env, _ROOT, stderr_on_terminal=False)
 
 
 @pytest.mark.parametrize("args", [["-f", "examples/seed0_variable.grad"], ["-f", "examples/seed3_quickstart.grad"],

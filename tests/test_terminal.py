@@ -3,20 +3,17 @@ with its window size), colour rules (NO_COLOR, FORCE_COLOR, TERM=dumb), errors o
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from gradcli.present import tables
+from helpers import run_on_a_terminal
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUICK = "examples/seed3_quickstart.grad"
@@ -34,26 +31,12 @@ def gradcli(*args, **env_vars):
 
 def on_a_terminal(args, columns, **env_vars):
     """Run with stdout and stderr on a real pseudo-terminal of ``columns`` columns; what it showed."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     env = dict(os.environ, PYTHONPATH=ROOT, TERM="xterm-256color")
     for key in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
         env.pop(key, None)
     env.update(env_vars)
-    proc = subprocess.Popen([sys.executable, "-m", "gradcli", *args], stdout=slave, stderr=slave,
-                            stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the terminal closed: the process has ended
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(master)
-    return proc.wait(timeout=300), b"".join(chunks).decode().replace("\r\n", "\n")
+    code, shown, _ = run_on_a_terminal([sys.executable, "-m", "gradcli", *args], columns, env, ROOT)
+    return code, shown.decode().replace("\r\n", "\n")
 
 
 def table_lines(text):

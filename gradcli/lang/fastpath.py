@@ -426,42 +426,35 @@ def _reduction(rule, builder):
                     _LIST_ONE if size == 1 else _LIST)
 
         def built(children, inner=built, include=include, append_none=append_none):
-            filtered = []
-            for i, expand, add_none in include:
-                if add_none:
-                    filtered += [None] * add_none
-                if expand:
-                    if filtered:
-                        filtered += children[i]
-                    else:  # a left-recursive list: grown in place, as Lark does
-                        filtered = children[i]
-                else:
-                    filtered.append(children[i])
-            if append_none:
-                filtered += [None] * append_none
-            return inner(filtered)
+            return inner(_filter(children, include, append_none))
     built.__name__ = built.__qualname__ = name  # the rule (or alias) it builds
     return (size, origin, built, _LIST_ONE if size == 1 else _LIST)
 
 
 def _filtered_call(method, include: tuple, append_none: int):
-    """The builder's ``method`` called with a rule's children filtered as Lark's child filter
-    does (see :func:`_reduction`): its common case (``call``, ``paren``, ``attribute``...) in one
-    Python call, not three."""
+    """The builder's ``method`` called with a rule's children filtered (:func:`_filter`): its
+    common case (``call``, ``paren``, ``attribute``...) without the generic wrappers' calls."""
     def built(children):
-        filtered = []
-        for i, expand, add_none in include:
-            if add_none:
-                filtered += [None] * add_none
-            if expand:
-                if filtered:
-                    filtered += children[i]
-                else:  # a left-recursive list: grown in place, as Lark does
-                    filtered = children[i]
-            else:
-                filtered.append(children[i])
-        if append_none:
-            filtered += [None] * append_none
-        return method(*filtered)
+        return method(*_filter(children, include, append_none))
     built.__name__ = built.__qualname__ = method.__name__  # what it builds, for tracebacks and tests
     return built
+
+
+def _filter(children: list, include: tuple, append_none: int) -> list:
+    """A rule's children as Lark's child filter gives them to the builder: the ones the grammar
+    keeps (``include``: (index, splice it, Nones before it)), ``_rule`` children spliced, absent
+    ``[...]`` parts as None (``append_none`` at the end)."""
+    filtered = []
+    for i, expand, add_none in include:
+        if add_none:
+            filtered += [None] * add_none
+        if expand:
+            if filtered:
+                filtered += children[i]
+            else:  # a left-recursive list: grown in place, as Lark does
+                filtered = children[i]
+        else:
+            filtered.append(children[i])
+    if append_none:
+        filtered += [None] * append_none
+    return filtered

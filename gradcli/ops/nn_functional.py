@@ -139,11 +139,8 @@ def bce_grad(F, grad, x, t, weight, reduction):
 def bce_target_grad(F, grad, x, t, weight, reduction):
     """binary_cross_entropy_target_backward: -logit(x) * grad, * weight, / numel (an input of
     exactly 0 or 1 gives an infinite gradient, as torch's, without NumPy's divide warning)."""
-    if F.differentiable:
+    with _np.errstate(divide="ignore"):
         out = -F.log(x / (1 - x)) * grad
-    else:
-        with _np.errstate(divide="ignore"):
-            out = -F.log(x / (1 - x)) * grad
     if weight is not None:
         out = out * F.constant(weight)
     return out / _numel(x) if reduction == 1 else out
@@ -249,17 +246,6 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
-    if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 \
-            and total_weight == target.shape[0]:
-        # the usual call (see _picked: every row picks its target, in order)
-        n = target.shape[0]
-        rows = _ROWS.get(n)
-        total = _ADD_REDUCE(x[_rows(n) if rows is None else rows, target], 0, None, None, True)
-        if reduction == 1:
-            total /= -total_weight  # as below
-        else:
-            _np.negative(total, total)
-        return total.reshape(())
     key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
     picked = x[key]
     if weight is not None:
@@ -301,15 +287,9 @@ def _picked(xp, ndim, target, ignore_index, weight, total_weight):
 def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reduction):
     """nll_loss_backward: -(grad / total_weight) (mean) or -grad, times weight[target], placed at
     each row's target."""
+    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     if reduction and weight is None and not F.differentiable:  # arrays: the one value placed directly
-        xp = F.backend.xp
-        n = target.shape[0] if target.__class__ is _ndarray and len(sizes) == 2 else -1
-        if total_weight == n:  # the usual call (see _picked)
-            rows = _ROWS.get(n)
-            key = (_rows(n) if rows is None else rows, target)
-        else:
-            key = _picked(xp, len(sizes), target, ignore_index, weight, total_weight)[0]
-        out = xp.zeros(tuple(sizes), dtype=grad.dtype)
+        out = F.backend.xp.zeros(tuple(sizes), dtype=grad.dtype)
         if grad.__class__ is _ndarray and grad.dtype.kind == "f" \
                 and 0 < total_weight <= (2048 if grad.dtype.itemsize == 2 else 16777216):
             # the 0-d gradient as a Python float: the quotient in double precision, rounded to the
@@ -322,7 +302,6 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
         else:
             out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
         return out
-    key, cols = _picked(F.backend.xp, len(sizes), target, ignore_index, weight, total_weight)
     count = int(cols.shape[0])
     if reduction == 0:
         g = F.take(grad, key[:1] + key[2:]) if len(sizes) > 1 else F.expand(F.reshape(grad, (1,)), (count,))

@@ -612,3 +612,13 @@ def test_fuzz_random_text(source):
 @given(st.lists(st.sampled_from(_TOKENS), max_size=40), st.lists(st.booleans(), max_size=40))
 def test_fuzz_token_soup(tokens, spaces):
     _check("".join(t + (" " if s else "") for t, s in zip(tokens, spaces + [False] * len(tokens))))
+
+
+def test_fstring_literal_parts_have_their_positions():
+    """Every node has a position, an f-string's literal parts too (they had line 0: found by
+    test_fuzz_token_soup on ``f'x'``)."""
+    program = parse('z = f"ab{1}cd{{x}}"')
+    found = [(type(n).__name__, n.line, n.column) for n in walk(program)]
+    assert found[3:] == [("FString", 1, 5), ("Str", 1, 7), ("FormattedValue", 1, 9), ("Num", 1, 10),
+                         ("Str", 1, 12)]
+    _check("f'x'")

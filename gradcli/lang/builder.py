@@ -572,9 +572,12 @@ def _fstring(token: Any) -> FString:
     body = token.value[2:-1]
     parts: list = []
     literal: list = []
+    literal_at = 0  # where the literal part being gathered starts in the body
     i, n = 0, len(body)
     while i < n:
         ch = body[i]
+        if not literal:
+            literal_at = i
         if ch in "{}" and body[i + 1:i + 2] == ch:
             literal.append(ch)
             i += 2
@@ -586,7 +589,7 @@ def _fstring(token: Any) -> FString:
             i += 1
             continue
         if literal:
-            parts.append(Str(_decode_text("".join(literal), token)))
+            parts.append(_literal_part(literal, token, literal_at))
             literal = []
         end, expr_end, conversion, spec = _field_extent(body, i, token)
         expr = body[i + 1:expr_end]
@@ -597,8 +600,14 @@ def _fstring(token: Any) -> FString:
         parts.append(field)
         i = end + 1
     if literal:
-        parts.append(Str(_decode_text("".join(literal), token)))
+        parts.append(_literal_part(literal, token, literal_at))
     return FString(parts)
+
+
+def _literal_part(literal: list, token: Any, at: int) -> Str:
+    """A literal part of an f-string, decoded like a string, at its place in the token (the body
+    starts after ``f"``)."""
+    return Str(_decode_text("".join(literal), token), line=token.line, column=token.column + 2 + at)
 
 
 def _field_extent(body: str, start: int, token: Any):

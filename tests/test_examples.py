@@ -108,6 +108,16 @@ def test_readme_shows_real_output(capsys, monkeypatch):
     assert shown == text
 
 
+def test_readme_installs_into_an_environment_that_puts_gradcli_on_path():
+    """A bare ``pip install .`` may put the script where PATH does not look (a user install's
+    ~/.local/bin) or be refused (Debian's PEP 668): each README command makes and activates .venv
+    first, so the ``gradcli`` it runs is the one it installed."""
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    venv = "python3 -m venv .venv && . .venv/bin/activate && "
+    assert venv + "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert venv + "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
+
+
 def test_ci_runs_the_readme_test_command():
     script = (EXAMPLES.parent / ".ci" / "run").read_text()
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in script

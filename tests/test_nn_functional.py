@@ -136,6 +136,32 @@ def test_errors_as_torch_words_them():
         F["cross_entropy"](x, gc.rand(4, 3))
 
 
+
+@pytest.mark.parametrize("name", ["nll_loss", "cross_entropy"])
+def test_a_negative_target_other_than_ignore_index_is_out_of_bounds(name):
+    """The usual call's check (the targets' least element) sends a negative target to the general
+    path, which names it, as torch does; a target of ignore_index (-100) is simply ignored."""
+    x = gc.tensor(X.tolist(), requires_grad=True)
+    with pytest.raises(gc.ShapeError, match=r"^Target -1 is out of bounds\.$"):
+        F[name](x, gc.tensor([1, -1, 0, 2]))
+    loss = F[name](x, gc.tensor([1, -100, 0, 2]))
+    expected = getattr(TF, name)(torch.tensor(X.tolist()), torch.tensor([1, -100, 0, 2]))
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("values", [[0.5, float("nan")], float("nan"), [[0.5, 0.25], [1.5, 0.5]], [-0.0, 0.5]])
+def test_binary_cross_entropy_range_check_on_any_shape(values):
+    """The input's least and greatest elements, found flat, decide the range check: NaN anywhere,
+    a 0-d input, a 2-d one; -0.0 is in range (torch: the same)."""
+    x, t = gc.tensor(values), gc.ones_like(gc.tensor(values))
+    try:
+        expected = TF.binary_cross_entropy(torch.tensor(values), torch.ones_like(torch.tensor(values))).item()
+    except RuntimeError as e:
+        with pytest.raises(gc.ShapeError, match=f"^{e}$"):
+            F["binary_cross_entropy"](x, t)
+    else:
+        assert F["binary_cross_entropy"](x, t).item() == pytest.approx(expected, rel=1e-6)
+
 def test_size_mismatch_warns_with_torchs_text():
     with warnings.catch_warnings(record=True) as ours:
         warnings.simplefilter("always")

@@ -1,0 +1,262 @@
+"""Arithmetic chains read straight from the text: the fast path's lane for expressions.
+
+Nearly every token of a long program is part of an expression, and the LALR driver
+(:mod:`gradcli.lang.fastpath`) spends a few microseconds on each: a match of the whole
+tokenizer pattern, a token, the postlexer, a shift and two or three reductions. So the driver,
+each time it shifts a token after which the grammar's ``arith`` may start (an ``=``, a ``(``,
+a ``,``, ``return``...: the states of :func:`entry_states`), asks :meth:`ChainReader.read`
+for the arith that starts after it. The reader reads the text itself, without tokens, by the
+grammar's ``arith`` and the most common of its ``primary`` forms (names, numbers, strings,
+``True``/``False``/``None``, ``...``, parentheses, attributes, calls with positional and
+keyword arguments, indexing), and makes the node with the builder's own functions (``arith``
+climbs the precedence, ``call``, ``attribute``, ``name_node``...); the driver pushes that node
+as the value of an ``arith`` and reads on from where the reader stopped: at the first token
+that cannot continue the chain (a newline, ``=``, ``<``, ``if``, a closing bracket...).
+
+The reader gives up (None) on anything else: a keyword in an operand's place, a slice, a tuple,
+a comparison or a lambda inside brackets, a newline or a backslash inside the chain, an
+f-string, a literal the postlexer checks for its length (:data:`~gradcli.lang.postlex.LONG_LITERAL`),
+a literal the builder refuses, a bare name before ``=`` (perhaps a keyword argument of a call
+the driver is reading). The driver then goes on with the next token as before: nothing is lost
+but the time.
+
+Why the tree is the same as Lark's: the reader's chains are arith chains of the grammar, and
+it builds the builder's nodes for them. The grammar is LALR(1) without conflicts, hence
+unambiguous: if the parse with the reader's arith in place of its tokens succeeds, it is a
+derivation of the text, the only one, the one Lark's path finds; if it fails, the fast path
+declines as for any error. The postlexer sees none of the reader's tokens: it would have done
+nothing with them (they hold no newline, no ``;``, no keyword, no long literal, and brackets
+that close), which is why the driver never asks after a token that leaves it work to do
+(:attr:`~gradcli.lang.postlex.PostLexer.BUSY_AFTER`). Each token is the one the fast path's
+tokenizer (Lark's terminals, in Lark's order) reads there: the reader tries, at each position,
+only the terminals that can start with the character there, in the same order
+(:meth:`ChainReader._how`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import GradSyntaxError
+from .builder import BINARY_STRENGTH, name_node, number_node
+from .postlex import KEYWORD_TERMINALS, LONG_LITERAL, UNSUPPORTED_KEYWORDS, Token
+
+# The grammar's rule the reader reads, and what its chains are made of (grammar/gradcli.lark).
+ARITH = "arith"
+_SIGNS = ("-", "+")
+# where the reader is in a chain
+_OPERAND, _AFTER, _ATTRIBUTE = "operand", "after an operand", "after a dot"
+# the brackets a chain can be in (the kind of a frame)
+_PAREN, _CALL, _INDEX = "(", "call", "["
+_CLOSING = {_CALL: ")", _INDEX: "]"}
+_NOTHING = re.compile("(?!)").match  # the matcher of a character no terminal starts with
+
+
+def entry_states(table: list, nonterminals: set, busy_after) -> dict:
+    """``{state: the state after an arith there}`` for the states of the driver's ``table``
+    (rows by state: symbol -> next state, or a reduction) where an ``arith`` can start and that
+    are entered by shifting a token after which the postlexer has nothing left to do (not one
+    of ``busy_after``)."""
+    shifted_by = {}  # each state's accessing symbol (in an LR automaton, one per state)
+    for row in table:
+        for symbol, action in row.items():
+            if action.__class__ is int:
+                shifted_by[action] = symbol
+    return {state: row[ARITH] for state, row in enumerate(table)
+            if ARITH in row and state in shifted_by
+            and shifted_by[state] not in nonterminals and shifted_by[state] not in busy_after}
+
+
+class ChainReader:
+    """Reads an arith chain from the text (see the module docstring) with the grammar's
+    terminals (the fast path's tables: each one's name, pattern, first characters and literal
+    text) and the AST builder."""
+
+    def __init__(self, terminals: list, spaces: str, flags: int, builder) -> None:
+        if flags & re.IGNORECASE:  # first characters compared as they are
+            raise ValueError("the chains need case-sensitive terminals")
+        self.terminals = [(name, regexp, re.compile(first, flags).match if first else None, literal)
+                          for name, regexp, first, literal in terminals]
+        self.flags = flags
+        # a token's code: a literal's text ("+", "(") or a pattern's terminal name ("NAME")
+        self.codes = {name: name if literal is None else literal for name, _, _, literal in terminals}
+        self.names = {code: name for name, code in self.codes.items()}
+        self.spaces = "".join(ch for ch in map(chr, range(128)) if re.fullmatch(f"(?:{spaces})+", ch, flags))
+        self.dispatch: dict = {}  # first character -> how to read the token there (:meth:`_how`)
+        # The binary operators, one token each for all their uses: arith reads only their text.
+        self.binary = {op: Token(self.names[op], op, 0, 0, 0, 0, 0, 0) for op in BINARY_STRENGTH}
+        self.reserved = frozenset(KEYWORD_TERMINALS) | UNSUPPORTED_KEYWORDS
+        self.constants = {"True": builder.true, "False": builder.false, "None": builder.none}
+        self.builder = builder
+
+    def _how(self, ch: str) -> tuple:
+        """How to read a token that starts with ``ch``: ``(code, None)`` where it is that one
+        character, ``(code, match)`` where one terminal only can start with it, ``(None,
+        match)`` where several can (the match's ``lastgroup`` names the one that matched). The
+        terminals tried are those that can start with ``ch``, in the order of the whole pattern:
+        the first that matches is the one the whole pattern matches. Made on first use."""
+        candidates = [t for t in self.terminals if (t[3][:1] == ch if t[3] is not None
+                                                     else t[2] is None or t[2](ch))]
+        if len(candidates) == 1:
+            name, regexp, _, literal = candidates[0]
+            how = ((literal, None) if literal == ch else
+                   (self.codes[name], re.compile(regexp, self.flags).match))
+        elif candidates:
+            pattern = "|".join(f"(?:{regexp})(?P<{name}>)" for name, regexp, _, _ in candidates)
+            how = (None, re.compile(pattern, self.flags).match)
+        else:
+            how = (None, _NOTHING)
+        self.dispatch[ch] = how
+        return how
+
+    def read(self, text: str, after) -> tuple | None:
+        """``(node, position)``: the arith that starts after the token ``after`` (its node, and
+        where in ``text`` the token after it starts), or None where the reader cannot tell."""
+        try:
+            return self._read(text, after.end_pos, after.end_line, after.end_pos - after.end_column + 1)
+        except (GradSyntaxError, IndexError):  # a literal the builder refuses; the text's end
+            return None
+
+    def _read(self, text: str, pos: int, line: int, line_start: int):
+        """:meth:`read` from ``pos`` on ``line`` (which starts at ``line_start``): one loop over
+        the tokens, the brackets on an explicit stack of frames (nothing recursive)."""
+        dispatch, spaces, codes, binary, reserved = self.dispatch, self.spaces, self.codes, self.binary, self.reserved
+        arith = self.builder.arith
+        items: list = []  # the chain being read: operands, operators and signs, as arith takes them
+        frames: list = []  # the brackets open around it, innermost last (see _frame)
+        node = None  # the operand being read (trailers may follow it)
+        state = _OPERAND
+        plain = False  # whether the chain so far is one name (a keyword argument's, if "=" follows)
+        while True:
+            ch = text[pos]
+            while ch in spaces:
+                pos += 1
+                ch = text[pos]
+            code, match = dispatch.get(ch) or self._how(ch)
+            if match is None:
+                end = pos + 1
+            else:
+                found = match(text, pos)
+                if found is None:
+                    return None
+                end = found.end()
+                if code is None:
+                    code = codes[found.lastgroup]
+            if state is _AFTER:
+                if code in binary:
+                    items.append(node)
+                    items.append(binary[code])
+                    state = _OPERAND
+                elif code == "(":
+                    frames.append(_frame(_CALL, items, node))
+                    items = []
+                    state = _OPERAND
+                elif code == ".":
+                    state = _ATTRIBUTE
+                elif code == "[":
+                    frames.append(_frame(_INDEX, items, node))
+                    items = []
+                    state = _OPERAND
+                else:  # the chain ends here
+                    items.append(node)
+                    value = arith(*items) if len(items) > 1 else node
+                    if not frames:
+                        if plain and code == "=":  # perhaps a keyword argument: the driver's way
+                            return None
+                        return value, pos
+                    frame = frames[-1]
+                    kind = frame[0]
+                    if kind is _PAREN:
+                        if code != ")":
+                            return None
+                        items = frames.pop()[1]
+                        node = value
+                    elif code == ",":
+                        self._argument(frame, value)
+                        items = []
+                        state = _OPERAND
+                    elif code == _CLOSING[kind]:
+                        self._argument(frame, value)
+                        items = frames.pop()[1]
+                        node = self._close(frame, code, line, pos - line_start + 1, end)
+                    elif code == "=" and kind is _CALL and plain and frame[4] is None:  # a keyword argument
+                        frame[4] = self._token("NAME", node.id, line, node.column, line_start + node.end_column - 1)
+                        items = []
+                        state = _OPERAND
+                    else:
+                        return None
+                plain = False
+            elif state is _OPERAND:
+                if code == "NAME":
+                    value = text[pos:end]
+                    if value in reserved:
+                        constant = self.constants.get(value)
+                        if constant is None:
+                            return None
+                        node = constant(self._token(KEYWORD_TERMINALS[value], value, line, pos - line_start + 1, end))
+                    else:
+                        node = name_node(value, line, pos - line_start + 1, line, end - line_start + 1)
+                        plain = not items
+                    state = _AFTER
+                elif code == "NUMBER":
+                    if end - pos > LONG_LITERAL:
+                        return None
+                    node = number_node(text[pos:end], line, pos - line_start + 1, line, end - line_start + 1)
+                    state = _AFTER
+                elif code == "(":
+                    frames.append(_frame(_PAREN, items, None))
+                    items = []
+                elif code in _SIGNS:
+                    items.append(self._token(self.names[code], code, line, pos - line_start + 1, end))
+                elif code == "STRING":
+                    value = text[pos:end]
+                    if value[0] in "fF" or "\n" in value or end - pos > LONG_LITERAL:
+                        return None  # f-strings leave fields to parse: the driver's way
+                    node = self.builder.string(self._token("STRING", value, line, pos - line_start + 1, end))
+                    state = _AFTER
+                elif code == "...":
+                    node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - line_start + 1, end))
+                    state = _AFTER
+                elif (frames and not items and code == _CLOSING.get(frames[-1][0])
+                      and frames[-1][4] is None and (frames[-1][3] or code == ")")):
+                    # "f()", "f(a,)" and "x[0,]" (not "x[]", nor "f(a=)")
+                    frame = frames.pop()
+                    items = frame[1]
+                    node = self._close(frame, code, line, pos - line_start + 1, end)
+                    state = _AFTER
+                else:
+                    return None
+            else:  # _ATTRIBUTE: the name after a dot
+                value = text[pos:end]
+                if code != "NAME" or value in reserved:
+                    return None
+                node = self.builder.attribute(node, None, self._token("NAME", value, line, pos - line_start + 1, end))
+                state = _AFTER
+            pos = end
+
+    @staticmethod
+    def _token(name: str, value: str, line: int, column: int, end: int) -> Token:
+        """The token ``value`` of terminal ``name`` at ``column`` of ``line``, ending at offset
+        ``end`` of the text: for the builder's methods that take tokens."""
+        return Token(name, value, end - len(value), line, column, line, column + len(value), end)
+
+    def _argument(self, frame: list, value) -> None:
+        """One more argument (or index) of a frame's call (or indexing)."""
+        keyword = frame[4]
+        if keyword is not None:
+            frame[4] = None
+            value = self.builder.kwarg(keyword, value)
+        frame[3].append(value)
+
+    def _close(self, frame: list, code: str, line: int, column: int, end: int):
+        """The node of a frame's call or indexing, closed by ``code`` at ``column``."""
+        close = self._token(self.names[code], code, line, column, end)
+        if frame[0] is _CALL:
+            return self.builder.call(frame[2], None, *frame[3], close)
+        return self.builder.subscript(frame[2], None, *frame[3], close)
+
+
+def _frame(kind: str, enclosing: list, head) -> list:
+    """A bracket open around the chain being read: ``[kind, the enclosing chain, the called or
+    indexed node, the arguments read so far, a keyword argument's name token or None]``."""
+    return [kind, enclosing, head, [] if kind is not _PAREN else None, None]

@@ -72,7 +72,7 @@ class ChainReader:
     terminals (the fast path's tables: each one's name, pattern, first characters and literal
     text) and the AST builder."""
 
-    def __init__(self, terminals: list, spaces: str, flags: int, builder) -> None:
+    def __init__(self, terminals: list, spaces: str, ignore, flags: int, builder) -> None:
         if flags & re.IGNORECASE:  # first characters compared as they are
             raise ValueError("the chains need case-sensitive terminals")
         self.terminals = [(name, regexp, re.compile(first, flags).match if first else None, literal)
@@ -82,6 +82,7 @@ class ChainReader:
         self.codes = {name: name if literal is None else literal for name, _, _, literal in terminals}
         self.names = {code: name for name, code in self.codes.items()}
         self.spaces = "".join(ch for ch in map(chr, range(128)) if re.fullmatch(f"(?:{spaces})+", ch, flags))
+        self.ignored = frozenset(self.codes[name] for name in ignore if name in self.codes)  # "\\\n"
         self.dispatch: dict = {}  # first character -> how to read the token there (:meth:`_how`)
         # The binary operators, one token each for all their uses: arith reads only their text.
         self.binary = {op: Token(self.names[op], op, 0, 0, 0, 0, 0, 0) for op in BINARY_STRENGTH}
@@ -142,6 +143,8 @@ class ChainReader:
                 end = found.end()
                 if code is None:
                     code = codes[found.lastgroup]
+            if code in self.ignored:  # (a chain may go on after a backslash and a newline)
+                return None
             if state is _AFTER:
                 if code in binary:
                     items.append(node)

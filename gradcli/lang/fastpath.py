@@ -83,7 +83,8 @@ class FastPath:
         # where the grammar has no arith, or terminals it cannot read by their first character).
         from . import chains
         try:
-            self.chains = chains.ChainReader(tables["terminals"], tables["spaces"], tables["flags"], builder)
+            self.chains = chains.ChainReader(tables["terminals"], tables["spaces"], tables["ignore"],
+                                              tables["flags"], builder)
             self.lanes = chains.entry_states(self.table, {rule[0] for rule in tables["rules"]},
                                              indenter.BUSY_AFTER)
         except (ValueError, KeyError):

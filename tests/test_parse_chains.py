@@ -146,8 +146,8 @@ def test_every_program_of_the_corpus_gives_lark_paths_tree_with_the_reader():
         text = text if text.endswith("\n") else text + "\n"
         assert dump(tree(fast, text)) == dump(lark_path(text)), text
     made = {node for node, _ in reads}
-    assert made >= {"BinOp", "UnaryOp", "Name", "Num", "Str", "Call", "Attribute", "Subscript", "Const",
-                    "EllipsisLit", None}
+    assert made >= {"BinOp", "Name", "Num", "Str", "Call", "Attribute", "Subscript", "Const",
+                    "EllipsisLit", "TupleExpr", "ListExpr", None}
 
 
 @pytest.mark.parametrize("text, made, where", [
@@ -160,6 +160,7 @@ def test_every_program_of_the_corpus_gives_lark_paths_tree_with_the_reader():
     ("y = a < b\n", "Name", "< b"),
     ("y = x  # note\n", "Name", "# note"),
     ("y = True + None\n", "BinOp", "\n"),
+    ("y = (a, b), [c, (d,)], (), [], [e,] + x\n", "TupleExpr", ", [c"),
 ])
 def test_where_a_chain_ends(text, made, where):
     """The reader reads the longest chain it can and stops before the first token that cannot
@@ -177,7 +178,8 @@ def fast_first_token(fast, text: str, value: str):
 
 @pytest.mark.parametrize("text", [
     "y = x[1:2]\n",          # a slice
-    "y = (a, b)\n",          # a tuple
+    "y = {a: b}\n",          # a dict
+    "y = [a for a in b]\n",  # a comprehension
     "y = f(a < b)\n",        # a comparison inside brackets
     "y = f(lambda: 1)\n",    # a keyword in an operand's place
     "y = f(x for x in y)\n",  # a generator

@@ -265,16 +265,14 @@ class ASTBuilder:
         operand is a binary operator; any other token is a sign of the operand that follows."""
         operands: list = []
         tokens: list = []  # operators and signs not applied yet, innermost last
-        strengths: list = []  # how tightly each binds
+        strengths: list = [0]  # how tightly each binds, above a floor that is never reached
         new, node_class = _new, Node  # the module's names as locals: read per item of the chain
-        binary_strength, sign, power = BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH
+        binding, sign = _BINDING, _SIGN_STRENGTH
         after_operand = False
         for item in items:
             if after_operand:  # a binary operator (the grammar puts one after every operand)
-                strength = binary_strength[item.value]
-                # apply what binds at least as tightly (** only what binds tighter: right-associative)
-                while strengths and (strengths[-1] > strength or
-                                     (strengths[-1] == strength and strength != power)):
+                strength, applied = binding[item.value]
+                while strengths[-1] >= applied:
                     token = tokens.pop()
                     right = operands.pop()
                     if strengths.pop() == sign:  # _apply, inline
@@ -387,6 +385,10 @@ class ASTBuilder:
 BINARY_STRENGTH = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "%": 2, "//": 2, "**": 4}
 _SIGN_STRENGTH = 3  # unary - and +: tighter than *, looser than ** (-x**2 == -(x**2))
 _POWER_STRENGTH = 4
+# Per binary operator: its strength, and the least strength of the operators before it that are
+# applied before it is pushed: what binds at least as tightly, but for ** (right-associative:
+# a**b**c == a**(b**c)) only what binds tighter.
+_BINDING = {op: (strength, strength + (strength == _POWER_STRENGTH)) for op, strength in BINARY_STRENGTH.items()}
 
 
 def _apply(pending: tuple, operands: list) -> None:

@@ -7,14 +7,14 @@ each time it shifts a token after which the grammar's ``arith`` may start (an ``
 a ``,``, ``return``...: the states of :func:`entry_states`), asks :meth:`ChainReader.read`
 for the arith that starts after it. The reader reads the text itself, without tokens, by the
 grammar's ``arith`` and the most common of its ``primary`` forms (names, numbers, strings,
-``True``/``False``/``None``, ``...``, parentheses, attributes, calls with positional and
-keyword arguments, indexing), and makes the node with the builder's own functions (``arith``
+``True``/``False``/``None``, ``...``, parentheses, tuples, lists, attributes, calls with
+positional and keyword arguments, indexing), and makes the node with the builder's own functions (``arith``
 climbs the precedence, ``call``, ``attribute``, ``name_node``...); the driver pushes that node
 as the value of an ``arith`` and reads on from where the reader stopped: at the first token
 that cannot continue the chain (a newline, ``=``, ``<``, ``if``, a closing bracket...).
 
-The reader gives up (None) on anything else: a keyword in an operand's place, a slice, a tuple,
-a comparison or a lambda inside brackets, a newline or a backslash inside the chain, an
+The reader gives up (None) on anything else: a keyword in an operand's place, a slice, a dict,
+a comprehension, a comparison or a lambda inside brackets, a newline or a backslash inside the chain, an
 f-string, a literal the postlexer checks for its length (:data:`~gradcli.lang.postlex.LONG_LITERAL`),
 a literal the builder refuses, a bare name before ``=`` (perhaps a keyword argument of a call
 the driver is reading). The driver then goes on with the next token as before: nothing is lost
@@ -47,9 +47,11 @@ _SIGNS = ("-", "+")
 # where the reader is in a chain
 _OPERAND, _AFTER, _ATTRIBUTE = "operand", "after an operand", "after a dot"
 # the brackets a chain can be in (the kind of a frame)
-_PAREN, _CALL, _INDEX = "(", "call", "["
-_CLOSING = {_CALL: ")", _INDEX: "]"}
+# (a "(" is a _PAREN until a "," makes it a _TUPLE)
+_PAREN, _TUPLE, _LIST, _CALL, _INDEX = "(", "tuple", "[", "call", "index"
+_CLOSING = {_PAREN: ")", _TUPLE: ")", _LIST: "]", _CALL: ")", _INDEX: "]"}
 _NOTHING = re.compile("(?!)").match  # the matcher of a character no terminal starts with
+_new = tuple.__new__  # a Token made without its class's constructor (Python code of namedtuple's)
 
 
 def entry_states(table: list, nonterminals: set, busy_after) -> dict:
@@ -82,7 +84,7 @@ class ChainReader:
         self.codes = {name: name if literal is None else literal for name, _, _, literal in terminals}
         self.names = {code: name for name, code in self.codes.items()}
         self.spaces = "".join(ch for ch in map(chr, range(128)) if re.fullmatch(f"(?:{spaces})+", ch, flags))
-        self.ignored = frozenset(self.codes[name] for name in ignore if name in self.codes)  # "\\\n"
+        self.ignored = frozenset(name for name in ignore if name in self.codes)  # "\\\n"
         self.dispatch: dict = {}  # first character -> how to read the token there (:meth:`_how`)
         # The binary operators, one token each for all their uses: arith reads only their text.
         self.binary = {op: Token(self.names[op], op, 0, 0, 0, 0, 0, 0) for op in BINARY_STRENGTH}
@@ -95,9 +97,13 @@ class ChainReader:
         character, ``(code, match)`` where one terminal only can start with it, ``(None,
         match)`` where several can (the match's ``lastgroup`` names the one that matched). The
         terminals tried are those that can start with ``ch``, in the order of the whole pattern:
-        the first that matches is the one the whole pattern matches. Made on first use."""
+        the first that matches is the one the whole pattern matches. Where an ignored terminal
+        can start with ``ch`` (a backslash before a newline: the chain may go on after it), a
+        match that never matches: the reader gives up there. Made on first use."""
         candidates = [t for t in self.terminals if (t[3][:1] == ch if t[3] is not None
                                                      else t[2] is None or t[2](ch))]
+        if any(t[0] in self.ignored for t in candidates):
+            candidates = []
         if len(candidates) == 1:
             name, regexp, _, literal = candidates[0]
             how = ((literal, None) if literal == ch else
@@ -143,8 +149,6 @@ class ChainReader:
                 end = found.end()
                 if code is None:
                     code = codes[found.lastgroup]
-            if code in self.ignored:  # (a chain may go on after a backslash and a newline)
-                return None
             if state is _AFTER:
                 if code in binary:
                     items.append(node)
@@ -169,12 +173,12 @@ class ChainReader:
                         return value, pos
                     frame = frames[-1]
                     kind = frame[0]
-                    if kind is _PAREN:
-                        if code != ")":
-                            return None
+                    if kind is _PAREN and code == ")":  # (a): a itself
                         items = frames.pop()[1]
                         node = value
                     elif code == ",":
+                        if kind is _PAREN:  # (a, ...): a tuple
+                            frame[0] = _TUPLE
                         self._argument(frame, value)
                         items = []
                         state = _OPERAND
@@ -206,8 +210,9 @@ class ChainReader:
                         return None
                     node = number_node(text[pos:end], line, pos - line_start + 1, line, end - line_start + 1)
                     state = _AFTER
-                elif code == "(":
-                    frames.append(_frame(_PAREN, items, None))
+                elif code == "(" or code == "[":  # a bracketed expression, a tuple or a list
+                    frames.append(_frame(_PAREN if code == "(" else _LIST, items,
+                                         self._token(self.names[code], code, line, pos - line_start + 1, end)))
                     items = []
                 elif code in _SIGNS:
                     items.append(self._token(self.names[code], code, line, pos - line_start + 1, end))
@@ -220,9 +225,9 @@ class ChainReader:
                 elif code == "...":
                     node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - line_start + 1, end))
                     state = _AFTER
-                elif (frames and not items and code == _CLOSING.get(frames[-1][0])
-                      and frames[-1][4] is None and (frames[-1][3] or code == ")")):
-                    # "f()", "f(a,)" and "x[0,]" (not "x[]", nor "f(a=)")
+                elif (frames and not items and code == _CLOSING[frames[-1][0]]
+                      and frames[-1][4] is None and (frames[-1][3] or frames[-1][0] is not _INDEX)):
+                    # "f()", "f(a,)", "x[0,]", "()", "(a,)", "[]", "[a,]" (not "x[]", nor "f(a=)")
                     frame = frames.pop()
                     items = frame[1]
                     node = self._close(frame, code, line, pos - line_start + 1, end)
@@ -241,7 +246,7 @@ class ChainReader:
     def _token(name: str, value: str, line: int, column: int, end: int) -> Token:
         """The token ``value`` of terminal ``name`` at ``column`` of ``line``, ending at offset
         ``end`` of the text: for the builder's methods that take tokens."""
-        return Token(name, value, end - len(value), line, column, line, column + len(value), end)
+        return _new(Token, (name, value, end - len(value), line, column, line, column + len(value), end))
 
     def _argument(self, frame: list, value) -> None:
         """One more argument (or index) of a frame's call (or indexing)."""
@@ -252,14 +257,20 @@ class ChainReader:
         frame[3].append(value)
 
     def _close(self, frame: list, code: str, line: int, column: int, end: int):
-        """The node of a frame's call or indexing, closed by ``code`` at ``column``."""
+        """The node of a frame's call, indexing, tuple or list, closed by ``code`` at ``column``."""
+        kind, _, head, parts, _ = frame
         close = self._token(self.names[code], code, line, column, end)
-        if frame[0] is _CALL:
-            return self.builder.call(frame[2], None, *frame[3], close)
-        return self.builder.subscript(frame[2], None, *frame[3], close)
+        if kind is _CALL:
+            return self.builder.call(head, None, *parts, close)
+        if kind is _INDEX:
+            return self.builder.subscript(head, None, *parts, close)
+        if kind is _LIST:
+            return self.builder.list(head, *parts, close)
+        return self.builder.tuple(head, *parts, close)  # "()" too (a _PAREN, still)
 
 
 def _frame(kind: str, enclosing: list, head) -> list:
     """A bracket open around the chain being read: ``[kind, the enclosing chain, the called or
-    indexed node, the arguments read so far, a keyword argument's name token or None]``."""
-    return [kind, enclosing, head, [] if kind is not _PAREN else None, None]
+    indexed node (the opening token of a bracketed expression, tuple or list), the arguments or
+    items read so far, a keyword argument's name token or None]``."""
+    return [kind, enclosing, head, [], None]

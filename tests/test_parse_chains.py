@@ -11,12 +11,13 @@ import random
 import pytest
 
 from gradcli.errors import UsageError
-from gradcli.lang import builder, chains
+from gradcli.lang import builder
 from gradcli.lang import parser as syntax
 from gradcli.lang.ast import BinOp
+from gradcli.lang.postlex import PostLexer
 from gradcli.limits import LIMITS
-from test_parse_fast import (COVERAGE_TEXTS, big_program, dump, fast_parser, lark_path, mutated,
-                             outcome, program_texts)
+from test_parse_fast import (COVERAGE_TEXTS, MUTATIONS, big_program, dump, fast_parser, fuzz_edited,
+                             lark_path, program_texts)
 
 
 def reading(fast) -> list:
@@ -345,23 +346,20 @@ CHAIN_MUTATIONS = ["(", ")", "[", "]", ",", "=", "==", "+", "**", "-", "*", "//"
 
 
 def test_mutated_chains_give_lark_paths_tree_or_lark_paths_error(monkeypatch):
-    """Fuzz: programs of long chains, edited (most of them wrong): the fast path with the reader
-    gives Lark's tree or declines, and parse() says exactly what Lark's path alone says."""
-    import test_parse_fast
-    monkeypatch.setattr(test_parse_fast, "MUTATIONS", test_parse_fast.MUTATIONS + CHAIN_MUTATIONS)
-    fast = fast_parser()
+    """Fuzz: programs of long chains, edited (see test_parse_fast.fuzz_edited), with the fast
+    path's reader."""
     rnd = random.Random(18)
     sources = [random_program(rnd) for _ in range(40)] + [big_program(40), "y = f(a, k=b[0] ** -c.d, j=(e))\n"]
-    agreed = 0
-    for _ in range(500):
-        text = mutated(rnd, rnd.choice(sources))
-        got = tree(fast, text)
-        if got is not None:
-            agreed += 1
-            assert dump(got) == dump(lark_path(text)), text
-        monkeypatch.setattr(syntax, "_fast", fast)
-        with_fast = outcome(text)
-        monkeypatch.setattr(syntax, "_fast", False)
-        monkeypatch.setattr(syntax, "_fast_from_lark", False)
-        assert outcome(text) == with_fast, text
-    assert agreed > 50
+    assert fuzz_edited(monkeypatch, rnd, sources, 500, MUTATIONS + CHAIN_MUTATIONS) > 50
+
+
+def test_a_grammar_without_a_form_the_reader_makes_has_no_reader():
+    """The reader knows the grammar's arith and primary forms; a grammar that lacks one of them
+    (its alias gone) is not one it knows: the driver never asks it."""
+    from gradcli.lang.chains import entry_states
+    from gradcli.lang.fastpath import tables_from_lark
+    tables = tables_from_lark(syntax._get_parser())
+    assert tables["lanes"] == entry_states(tables["states"], tables["rules"], PostLexer.BUSY_AFTER) != {}
+    for alias in ("ellipsis", "kwarg", "arith", "subscript"):
+        rules = [rule for rule in tables["rules"] if rule[2] != alias]
+        assert entry_states(tables["states"], rules, PostLexer.BUSY_AFTER) == {}

@@ -462,7 +462,7 @@ MUTATIONS = ["(", ")", "[", "]", ",", ":", "=", "+", "**", "-", "not", "in", "is
              "else", "\n", "\n    ", "'", "f'{", "}", "1.5", "x", ".", ";", "...", "@", "\\\n", "#"]
 
 
-def mutated(rnd: random.Random, text: str) -> str:
+def mutated(rnd: random.Random, text: str, edits: list = MUTATIONS) -> str:
     """``text`` with one to three random edits: a span deleted, a token inserted, a span doubled."""
     for _ in range(rnd.randint(1, 3)):
         i = rnd.randrange(len(text) + 1)
@@ -471,21 +471,20 @@ def mutated(rnd: random.Random, text: str) -> str:
         if edit == 0:
             text = text[:i] + text[j:]
         elif edit == 1:
-            text = text[:i] + rnd.choice(MUTATIONS) + text[i:]
+            text = text[:i] + rnd.choice(edits) + text[i:]
         else:
             text = text[:j] + text[i:j] + text[j:]
     return text if text.endswith("\n") else text + "\n"
 
 
-def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
-    """Fuzz: on edited programs (most of them wrong) the fast path either declines or gives
-    exactly Lark's tree, and parse() says exactly what Lark's path alone says."""
+def fuzz_edited(monkeypatch, rnd: random.Random, sources: list, rounds: int, edits: list = MUTATIONS) -> int:
+    """Edit programs of ``sources`` (most edits make them wrong): on each, the fast path either
+    declines or gives exactly Lark's tree, and parse() says exactly what Lark's path alone says.
+    How many the fast path parsed."""
     fast = fast_parser()
-    rnd = random.Random(17)
-    sources = program_texts() + COVERAGE_TEXTS
     agreed = 0
-    for _ in range(600):
-        text = mutated(rnd, rnd.choice(sources))
+    for _ in range(rounds):
+        text = mutated(rnd, rnd.choice(sources), edits)
         del builder.PENDING_FIELDS[:]
         tree = fast.parse(text)
         if tree is not None:
@@ -496,6 +495,12 @@ def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
         monkeypatch.setattr(syntax, "_fast", False)
         monkeypatch.setattr(syntax, "_fast_from_lark", False)
         assert outcome(text) == with_fast, text
+    return agreed
+
+
+def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
+    """Fuzz: edited programs of the corpus (see fuzz_edited)."""
+    agreed = fuzz_edited(monkeypatch, random.Random(17), program_texts() + COVERAGE_TEXTS, 600)
     assert agreed > 50  # the edits leave some programs valid: those were compared too
 
 

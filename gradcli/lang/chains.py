@@ -41,8 +41,12 @@ from ..errors import GradSyntaxError
 from .builder import BINARY_STRENGTH, name_node, number_node
 from .postlex import KEYWORD_TERMINALS, LONG_LITERAL, UNSUPPORTED_KEYWORDS, Token
 
-# The grammar's rule the reader reads, and what its chains are made of (grammar/gradcli.lark).
+# The grammar's rule the reader reads, and what its chains are made of (grammar/gradcli.lark):
+# the rules (by their symbol) and aliases (builder methods) it makes nodes of.
 ARITH = "arith"
+_FORMS = {ARITH: {"arith"}, "kwarg": {"kwarg"},
+          "primary": {"name", "number", "string", "true", "false", "none", "ellipsis", "paren", "tuple", "list",
+                      "attribute", "call", "subscript"}}
 _SIGNS = ("-", "+")
 # where the reader is in a chain
 _OPERAND, _AFTER, _ATTRIBUTE = "operand", "after an operand", "after a dot"
@@ -54,19 +58,32 @@ _NOTHING = re.compile("(?!)").match  # the matcher of a character no terminal st
 _new = tuple.__new__  # a Token made without its class's constructor (Python code of namedtuple's)
 
 
-def entry_states(table: list, nonterminals: set, busy_after) -> dict:
-    """``{state: the state after an arith there}`` for the states of the driver's ``table``
-    (rows by state: symbol -> next state, or a reduction) where an ``arith`` can start and that
-    are entered by shifting a token after which the postlexer has nothing left to do (not one
-    of ``busy_after``)."""
+def entry_states(states: dict, rules: list, busy_after) -> dict:
+    """``{state: the state after an arith there}`` for the LALR ``states`` (the fast path's plain
+    tables: symbol -> next state, or a reduction's negative number) where an ``arith`` can start
+    and that are entered by shifting a token after which the postlexer has nothing left to do
+    (not one of ``busy_after``). None at all where the grammar's ``rules`` (the plain tables':
+    symbol, size, alias...) lack a form the reader makes: a grammar it does not know."""
+    made: dict = {}
+    for rule in rules:
+        made.setdefault(rule[0], set()).add(rule[2])
+    if any(not names <= made.get(symbol, set()) for symbol, names in _FORMS.items()):
+        return {}
+    nonterminals = set(made)
     shifted_by = {}  # each state's accessing symbol (in an LR automaton, one per state)
-    for row in table:
+    for row in states.values():
         for symbol, action in row.items():
-            if action.__class__ is int:
+            if action >= 0:
                 shifted_by[action] = symbol
-    return {state: row[ARITH] for state, row in enumerate(table)
+    return {state: row[ARITH] for state, row in states.items()
             if ARITH in row and state in shifted_by
             and shifted_by[state] not in nonterminals and shifted_by[state] not in busy_after}
+
+
+def space_characters(spaces: str, flags: int) -> str:
+    """The ASCII characters that the ignored spaces' pattern matches (others: no terminal starts
+    with them, and the reader gives up there)."""
+    return "".join(ch for ch in map(chr, range(128)) if re.fullmatch(f"(?:{spaces})+", ch, flags))
 
 
 class ChainReader:
@@ -75,6 +92,7 @@ class ChainReader:
     text) and the AST builder."""
 
     def __init__(self, terminals: list, spaces: str, ignore, flags: int, builder) -> None:
+        """``spaces``: the characters of the ignored spaces (:func:`space_characters`)."""
         if flags & re.IGNORECASE:  # first characters compared as they are
             raise ValueError("the chains need case-sensitive terminals")
         self.terminals = [(name, regexp, re.compile(first, flags).match if first else None, literal)
@@ -83,9 +101,10 @@ class ChainReader:
         # a token's code: a literal's text ("+", "(") or a pattern's terminal name ("NAME")
         self.codes = {name: name if literal is None else literal for name, _, _, literal in terminals}
         self.names = {code: name for name, code in self.codes.items()}
-        self.spaces = "".join(ch for ch in map(chr, range(128)) if re.fullmatch(f"(?:{spaces})+", ch, flags))
+        self.spaces = spaces
         self.ignored = frozenset(name for name in ignore if name in self.codes)  # "\\\n"
         self.dispatch: dict = {}  # first character -> how to read the token there (:meth:`_how`)
+        self.patterns: dict = {}  # the terminals that can start with a character -> their pattern's match
         # The binary operators, one token each for all their uses: arith reads only their text.
         self.binary = {op: Token(self.names[op], op, 0, 0, 0, 0, 0, 0) for op in BINARY_STRENGTH}
         self.reserved = frozenset(KEYWORD_TERMINALS) | UNSUPPORTED_KEYWORDS
@@ -104,17 +123,26 @@ class ChainReader:
                                                      else t[2] is None or t[2](ch))]
         if any(t[0] in self.ignored for t in candidates):
             candidates = []
-        if len(candidates) == 1:
-            name, regexp, _, literal = candidates[0]
-            how = ((literal, None) if literal == ch else
-                   (self.codes[name], re.compile(regexp, self.flags).match))
-        elif candidates:
-            pattern = "|".join(f"(?:{regexp})(?P<{name}>)" for name, regexp, _, _ in candidates)
-            how = (None, re.compile(pattern, self.flags).match)
+        if len(candidates) == 1 and candidates[0][3] == ch:
+            how = (ch, None)
         else:
-            how = (None, _NOTHING)
+            how = (self.codes[candidates[0][0]] if len(candidates) == 1 else None, self._pattern(candidates))
         self.dispatch[ch] = how
         return how
+
+    def _pattern(self, candidates: list):
+        """The match of a pattern of the ``candidates`` terminals, in their order; one per set of
+        terminals (names' first letters are many, their terminals few)."""
+        key = tuple(name for name, _, _, _ in candidates)
+        if key not in self.patterns:
+            if len(candidates) == 1:
+                self.patterns[key] = re.compile(candidates[0][1], self.flags).match
+            elif candidates:
+                self.patterns[key] = re.compile("|".join(f"(?:{regexp})(?P<{name}>)" for name, regexp, _, _
+                                                         in candidates), self.flags).match
+            else:
+                self.patterns[key] = _NOTHING
+        return self.patterns[key]
 
     def read(self, text: str, after) -> tuple | None:
         """``(node, position)``: the arith that starts after the token ``after`` (its node, and

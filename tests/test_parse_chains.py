@@ -27,9 +27,9 @@ def reading(fast) -> list:
     real = fast.chains.read
 
     def read(text, after):
-        chain = real(text, after)
-        reads.append((chain and type(chain[0]).__name__, text[after.end_pos:after.end_pos + 12]))
-        return chain
+        node, at = real(text, after)
+        reads.append((node and type(node).__name__, text[after.end_pos:after.end_pos + 12]))
+        return node, at
     fast.chains.read = read
     return reads
 
@@ -43,7 +43,6 @@ def tree(fast, text: str):
 
 ATOMS = ["a", "b", "x1", "_y", "é", "1", "2.5", "1_000", ".5", "1e-3", "2E+10", "1.", "'s'", '"t\\n"', "'''u'''",
          "True", "False", "None", "...", "f'{a}'"]
-NAMES = ATOMS[:5]
 
 
 def rarely(rnd: random.Random, usual, wrong):
@@ -63,9 +62,7 @@ def random_operand(rnd: random.Random, depth: int) -> str:
             {"[": "]", "(": ")"}[opening]
     else:
         text = rnd.choice(ATOMS)
-    if text[0] in "0123456789.":  # "1.sum" is no attribute
-        text = rarely(rnd, text, [text])
-    for _ in range(rnd.choice([0, 0, 0, 1, 1, 2]) if not text[0].isdigit() else 0):
+    for _ in range(rnd.choice([0, 0, 0, 1, 1, 2]) if not text[0].isdigit() else 0):  # "1.sum": no attribute
         kind = rnd.random()
         if kind < 0.3:
             text += "." + rarely(rnd, rnd.choice(["sum", "grad", "T"]), ["if", "None"])
@@ -167,9 +164,8 @@ def test_where_a_chain_ends(text, made, where):
     """The reader reads the longest chain it can and stops before the first token that cannot
     continue it: what follows is read by the driver."""
     fast = fast_parser()
-    chain = fast.chains.read(text, fast_first_token(fast, text, "="))
-    assert chain is not None
-    assert type(chain[0]).__name__ == made and text[chain[1]:].startswith(where)
+    node, at = fast.chains.read(text, fast_first_token(fast, text, "="))
+    assert type(node).__name__ == made and text[at:].startswith(where)
 
 
 def fast_first_token(fast, text: str, value: str):
@@ -197,7 +193,7 @@ def fast_first_token(fast, text: str, value: str):
 ])
 def test_the_reader_gives_up_where_it_cannot_tell(text):
     fast = fast_parser()
-    assert fast.chains.read(text, fast_first_token(fast, text, "=")) is None
+    assert fast.chains.read(text, fast_first_token(fast, text, "="))[0] is None
 
 
 def test_a_bare_name_before_equals_is_left_to_the_driver():
@@ -227,14 +223,18 @@ def test_the_reader_reads_the_tokenizers_tokens():
     for text in texts:
         text = text if text.endswith("\n") else text + "\n"
         for token in fast._tokens(text, []):
-            code, match = reader.dispatch.get(text[token.start_pos]) or reader._how(text[token.start_pos])
-            if match is None:
-                found_code, end = code, token.start_pos + 1
+            start = token.start_pos
+            code, match, follow = reader.dispatch.get(text[start]) or reader._how(text[start])
+            if follow is not None and text[start + 1] not in follow:
+                found_code, end = code, start + 1
             else:
-                found = match(text, token.start_pos)
-                found_code = code or reader.codes[found.lastgroup]
+                found = match(text, start)
+                found_code = reader.codes[found.lastgroup] if code is None or follow else code
                 end = found.end()
             assert (found_code, end) == (reader.codes[token.type], token.end_pos), (text, token)
+            if follow:  # the match of the literals, without the shortcut, agrees too
+                found = match(text, start)
+                assert (reader.codes[found.lastgroup], found.end()) == (found_code, end)
             checked += 1
     assert checked > 1000
 
@@ -363,3 +363,21 @@ def test_a_grammar_without_a_form_the_reader_makes_has_no_reader():
     for alias in ("ellipsis", "kwarg", "arith", "subscript"):
         rules = [rule for rule in tables["rules"] if rule[2] != alias]
         assert entry_states(tables["states"], rules, PostLexer.BUSY_AFTER) == {}
+
+
+@pytest.mark.parametrize("text, where", [
+    ("y = " + "(" * 5000 + "x[1:2]" + ")" * 5000 + "\n", "["),
+    ("y = " + "f(" * 5000 + "k=1, k=2" + ")" * 5000 + "\n", "(k=1"),
+    ("y = " + "(" * 5000 + "\n", "(\n"),
+])
+def test_where_the_reader_gives_up_it_is_not_asked_again_inside(text, where):
+    """Where the reader gives up inside brackets, it says where the innermost one opened: the
+    driver does not ask it again before there (it would read the same tokens again, for each
+    bracket: quadratic in the depth). Lark's path decides as before."""
+    fast = fast_parser()
+    reads = reading(fast)
+    got = tree(fast, text)
+    assert len(reads) < 10, reads[:10]  # not one a bracket
+    assert dump(got) == dump(tree(fast_parser(chains=False), text))  # a tree, or None for both
+    node, at = fast.chains.read(text, fast_first_token(fast, text, "="))
+    assert node is None and text[at:].startswith(where)

@@ -112,21 +112,25 @@ class ChainReader:
         self.builder = builder
 
     def _how(self, ch: str) -> tuple:
-        """How to read a token that starts with ``ch``: ``(code, None)`` where it is that one
-        character, ``(code, match)`` where one terminal only can start with it, ``(None,
-        match)`` where several can (the match's ``lastgroup`` names the one that matched). The
-        terminals tried are those that can start with ``ch``, in the order of the whole pattern:
-        the first that matches is the one the whole pattern matches. Where an ignored terminal
-        can start with ``ch`` (a backslash before a newline: the chain may go on after it), a
-        match that never matches: the reader gives up there. Made on first use."""
+        """How to read a token that starts with ``ch``: ``(code, match, follow)``. The terminals
+        tried are those that can start with ``ch``, in the order of the whole pattern: the first
+        that matches is the one the whole pattern matches; ``match`` matches them, and its
+        ``lastgroup`` names the one that matched where ``code`` is None (one terminal only: its
+        code). Where they are all literals and ``ch`` is one of them, ``follow`` holds the
+        characters that the longer ones go on with after ``ch`` (none: it is one character); a
+        token is that character where the next one is not one of them (``+`` but for ``+=``),
+        without a match; else ``follow`` is None. Where an ignored terminal can start with
+        ``ch`` (a backslash before a newline: the chain may go on after it), a match that never
+        matches: the reader gives up there. Made on first use."""
         candidates = [t for t in self.terminals if (t[3][:1] == ch if t[3] is not None
                                                      else t[2] is None or t[2](ch))]
         if any(t[0] in self.ignored for t in candidates):
             candidates = []
-        if len(candidates) == 1 and candidates[0][3] == ch:
-            how = (ch, None)
+        literals = [literal for _, _, _, literal in candidates]
+        if ch in literals and None not in literals:
+            how = (ch, self._pattern(candidates), "".join(sorted({lit[1] for lit in literals if len(lit) > 1})))
         else:
-            how = (self.codes[candidates[0][0]] if len(candidates) == 1 else None, self._pattern(candidates))
+            how = (self.codes[candidates[0][0]] if len(candidates) == 1 else None, self._pattern(candidates), None)
         self.dispatch[ch] = how
         return how
 
@@ -144,21 +148,28 @@ class ChainReader:
                 self.patterns[key] = _NOTHING
         return self.patterns[key]
 
-    def read(self, text: str, after) -> tuple | None:
+    def read(self, text: str, after) -> tuple:
         """``(node, position)``: the arith that starts after the token ``after`` (its node, and
-        where in ``text`` the token after it starts), or None where the reader cannot tell."""
-        try:
-            return self._read(text, after.end_pos, after.end_line, after.end_pos - after.end_column + 1)
-        except (GradSyntaxError, IndexError):  # a literal the builder refuses; the text's end
-            return None
+        where in ``text`` the token after it starts); where the reader cannot tell, ``(None,
+        position)``: asked again before that position, it would give up again where it did
+        (inside the brackets opened there), and a driver that asked it after every token in
+        them would read their tokens again and again (``(((...`` 100,000 deep, never closed)."""
+        return self._read(text, after.end_pos, after.end_line, after.end_pos - after.end_column + 1)
 
     def _read(self, text: str, pos: int, line: int, line_start: int):
         """:meth:`read` from ``pos`` on ``line`` (which starts at ``line_start``): one loop over
         the tokens, the brackets on an explicit stack of frames (nothing recursive)."""
+        frames: list = []  # the brackets open around the chain being read, innermost last (see _frame)
+        try:
+            return self._chain(text, pos, line, line_start, frames)
+        except (GradSyntaxError, IndexError):  # a literal or call the builder refuses; the text's end
+            return _give_up(frames)
+
+    def _chain(self, text: str, pos: int, line: int, line_start: int, frames: list):
+        """The loop of :meth:`_read`."""
         dispatch, spaces, codes, binary, reserved = self.dispatch, self.spaces, self.codes, self.binary, self.reserved
         arith = self.builder.arith
         items: list = []  # the chain being read: operands, operators and signs, as arith takes them
-        frames: list = []  # the brackets open around it, innermost last (see _frame)
         node = None  # the operand being read (trailers may follow it)
         state = _OPERAND
         plain = False  # whether the chain so far is one name (a keyword argument's, if "=" follows)
@@ -167,15 +178,15 @@ class ChainReader:
             while ch in spaces:
                 pos += 1
                 ch = text[pos]
-            code, match = dispatch.get(ch) or self._how(ch)
-            if match is None:
+            code, match, follow = dispatch.get(ch) or self._how(ch)
+            if follow is not None and text[pos + 1] not in follow:  # the one character ch
                 end = pos + 1
             else:
                 found = match(text, pos)
                 if found is None:
-                    return None
+                    return _give_up(frames)
                 end = found.end()
-                if code is None:
+                if code is None or follow:
                     code = codes[found.lastgroup]
             if state is _AFTER:
                 if code in binary:
@@ -183,13 +194,13 @@ class ChainReader:
                     items.append(binary[code])
                     state = _OPERAND
                 elif code == "(":
-                    frames.append(_frame(_CALL, items, node))
+                    frames.append(_frame(_CALL, items, node, pos))
                     items = []
                     state = _OPERAND
                 elif code == ".":
                     state = _ATTRIBUTE
                 elif code == "[":
-                    frames.append(_frame(_INDEX, items, node))
+                    frames.append(_frame(_INDEX, items, node, pos))
                     items = []
                     state = _OPERAND
                 else:  # the chain ends here
@@ -197,7 +208,7 @@ class ChainReader:
                     value = arith(*items) if len(items) > 1 else node
                     if not frames:
                         if plain and code == "=":  # perhaps a keyword argument: the driver's way
-                            return None
+                            return _give_up(frames)
                         return value, pos
                     frame = frames[-1]
                     kind = frame[0]
@@ -212,14 +223,14 @@ class ChainReader:
                         state = _OPERAND
                     elif code == _CLOSING[kind]:
                         self._argument(frame, value)
-                        items = frames.pop()[1]
                         node = self._close(frame, code, line, pos - line_start + 1, end)
+                        items = frames.pop()[1]
                     elif code == "=" and kind is _CALL and plain and frame[4] is None:  # a keyword argument
                         frame[4] = self._token("NAME", node.id, line, node.column, line_start + node.end_column - 1)
                         items = []
                         state = _OPERAND
                     else:
-                        return None
+                        return _give_up(frames)
                 plain = False
             elif state is _OPERAND:
                 if code == "NAME":
@@ -227,7 +238,7 @@ class ChainReader:
                     if value in reserved:
                         constant = self.constants.get(value)
                         if constant is None:
-                            return None
+                            return _give_up(frames)
                         node = constant(self._token(KEYWORD_TERMINALS[value], value, line, pos - line_start + 1, end))
                     else:
                         node = name_node(value, line, pos - line_start + 1, line, end - line_start + 1)
@@ -235,19 +246,19 @@ class ChainReader:
                     state = _AFTER
                 elif code == "NUMBER":
                     if end - pos > LONG_LITERAL:
-                        return None
+                        return _give_up(frames)
                     node = number_node(text[pos:end], line, pos - line_start + 1, line, end - line_start + 1)
                     state = _AFTER
                 elif code == "(" or code == "[":  # a bracketed expression, a tuple or a list
                     frames.append(_frame(_PAREN if code == "(" else _LIST, items,
-                                         self._token(self.names[code], code, line, pos - line_start + 1, end)))
+                                         self._token(self.names[code], code, line, pos - line_start + 1, end), pos))
                     items = []
                 elif code in _SIGNS:
                     items.append(self._token(self.names[code], code, line, pos - line_start + 1, end))
                 elif code == "STRING":
                     value = text[pos:end]
                     if value[0] in "fF" or "\n" in value or end - pos > LONG_LITERAL:
-                        return None  # f-strings leave fields to parse: the driver's way
+                        return _give_up(frames)  # f-strings leave fields to parse: the driver's way
                     node = self.builder.string(self._token("STRING", value, line, pos - line_start + 1, end))
                     state = _AFTER
                 elif code == "...":
@@ -256,16 +267,15 @@ class ChainReader:
                 elif (frames and not items and code == _CLOSING[frames[-1][0]]
                       and frames[-1][4] is None and (frames[-1][3] or frames[-1][0] is not _INDEX)):
                     # "f()", "f(a,)", "x[0,]", "()", "(a,)", "[]", "[a,]" (not "x[]", nor "f(a=)")
-                    frame = frames.pop()
-                    items = frame[1]
-                    node = self._close(frame, code, line, pos - line_start + 1, end)
+                    node = self._close(frames[-1], code, line, pos - line_start + 1, end)
+                    items = frames.pop()[1]
                     state = _AFTER
                 else:
-                    return None
+                    return _give_up(frames)
             else:  # _ATTRIBUTE: the name after a dot
                 value = text[pos:end]
                 if code != "NAME" or value in reserved:
-                    return None
+                    return _give_up(frames)
                 node = self.builder.attribute(node, None, self._token("NAME", value, line, pos - line_start + 1, end))
                 state = _AFTER
             pos = end
@@ -286,7 +296,7 @@ class ChainReader:
 
     def _close(self, frame: list, code: str, line: int, column: int, end: int):
         """The node of a frame's call, indexing, tuple or list, closed by ``code`` at ``column``."""
-        kind, _, head, parts, _ = frame
+        kind, _, head, parts = frame[:4]
         close = self._token(self.names[code], code, line, column, end)
         if kind is _CALL:
             return self.builder.call(head, None, *parts, close)
@@ -297,8 +307,14 @@ class ChainReader:
         return self.builder.tuple(head, *parts, close)  # "()" too (a _PAREN, still)
 
 
-def _frame(kind: str, enclosing: list, head) -> list:
+def _frame(kind: str, enclosing: list, head, at: int) -> list:
     """A bracket open around the chain being read: ``[kind, the enclosing chain, the called or
     indexed node (the opening token of a bracketed expression, tuple or list), the arguments or
-    items read so far, a keyword argument's name token or None]``."""
-    return [kind, enclosing, head, [], None]
+    items read so far, a keyword argument's name token or None, where the bracket is]``."""
+    return [kind, enclosing, head, [], None, at]
+
+
+def _give_up(frames: list) -> tuple:
+    """What :meth:`ChainReader.read` gives where it cannot tell: ``(None, where the innermost
+    bracket open is)`` (-1: none)."""
+    return None, frames[-1][5] if frames else -1

@@ -164,8 +164,10 @@ class FastPath:
         list replace the top of the stacks in place, with no list of children made. After a
         shift into a state where an arith can start (``lanes``), the chains' reader reads it
         from the text, if it can: its node is pushed as the arith's value, and ``jump`` tells the
-        tokenizer where to go on."""
+        tokenizer where to go on; where it cannot, it is not asked again before the position it
+        says (``wait``)."""
         table, lanes, chains = self.table, self.lanes, self.chains
+        wait = -1
         state = self.start_state
         states = [state]
         values: list = []
@@ -204,13 +206,15 @@ class FastPath:
                 states.append(action)  # shift
                 values.append(token)
                 state = action
-                if state in lanes:
-                    chain = chains.read(text, token)
-                    if chain is not None:
-                        values.append(chain[0])
+                if state in lanes and token[7] > wait:  # (its end_pos)
+                    node, at = chains.read(text, token)
+                    if node is None:
+                        wait = at
+                    else:
+                        values.append(node)
                         state = lanes[state]
                         states.append(state)
-                        jump.append(chain[1])
+                        jump.append(at)
         except KeyError:  # the parser does not take this token here
             raise _NoFastPath from None
         return self._end(states, values)

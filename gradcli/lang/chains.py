@@ -8,12 +8,12 @@ a ``,``, ``return``...: the states of :func:`entry_states`), asks :meth:`ChainRe
 for the arith that starts after it. The reader reads the text itself, without tokens, by the
 grammar's ``arith`` and the most common of its ``primary`` forms (names, numbers, strings,
 ``True``/``False``/``None``, ``...``, parentheses, tuples, lists, attributes, calls with
-positional and keyword arguments, indexing), and makes the node with the builder's own functions (``arith``
+positional and keyword arguments, indexing and slices), and makes the node with the builder's own functions (``arith``
 climbs the precedence, ``call``, ``attribute``, ``name_node``...); the driver pushes that node
 as the value of an ``arith`` and reads on from where the reader stopped: at the first token
 that cannot continue the chain (a newline, ``=``, ``<``, ``if``, a closing bracket...).
 
-The reader gives up (None) on anything else: a keyword in an operand's place, a slice, a dict,
+The reader gives up (None) on anything else: a keyword in an operand's place, a dict,
 a comprehension, a comparison or a lambda inside brackets, a newline or a backslash inside the chain, an
 f-string, a literal the postlexer checks for its length (:data:`~gradcli.lang.postlex.LONG_LITERAL`),
 a literal the builder refuses, a bare name before ``=`` (perhaps a keyword argument of a call
@@ -54,6 +54,7 @@ _OPERAND, _AFTER, _ATTRIBUTE = "operand", "after an operand", "after a dot"
 # (a "(" is a _PAREN until a "," makes it a _TUPLE)
 _PAREN, _TUPLE, _LIST, _CALL, _INDEX = "(", "tuple", "[", "call", "index"
 _CLOSING = {_PAREN: ")", _TUPLE: ")", _LIST: "]", _CALL: ")", _INDEX: "]"}
+_SEPARATORS = frozenset((",", ":", ")", "]"))  # what ends a part of a bracket
 _NOTHING = re.compile("(?!)").match  # the matcher of a character no terminal starts with
 _new = tuple.__new__  # a Token made without its class's constructor (Python code of namedtuple's)
 
@@ -211,26 +212,23 @@ class ChainReader:
                             return _give_up(frames)
                         return value, pos
                     frame = frames[-1]
-                    kind = frame[0]
-                    if kind is _PAREN and code == ")":  # (a): a itself
+                    if frame[0] is _PAREN and code == ")":  # (a): a itself
                         items = frames.pop()[1]
                         node = value
-                    elif code == ",":
-                        if kind is _PAREN:  # (a, ...): a tuple
-                            frame[0] = _TUPLE
-                        self._argument(frame, value)
-                        items = []
-                        state = _OPERAND
-                    elif code == _CLOSING[kind]:
-                        self._argument(frame, value)
-                        node = self._close(frame, code, line, pos - line_start + 1, end)
-                        items = frames.pop()[1]
-                    elif code == "=" and kind is _CALL and plain and frame[4] is None:  # a keyword argument
+                    elif code == "=" and frame[0] is _CALL and plain and frame[4] is None:  # a keyword argument
                         frame[4] = self._token("NAME", node.id, line, node.column, line_start + node.end_column - 1)
                         items = []
                         state = _OPERAND
                     else:
-                        return _give_up(frames)
+                        done = self._part(frame, value, code, line, pos - line_start + 1, end)
+                        if done is None:
+                            return _give_up(frames)
+                        if done is False:  # another part follows
+                            items = []
+                            state = _OPERAND
+                        else:  # the bracket closed
+                            node = done
+                            items = frames.pop()[1]
                 plain = False
             elif state is _OPERAND:
                 if code == "NAME":
@@ -264,12 +262,14 @@ class ChainReader:
                 elif code == "...":
                     node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - line_start + 1, end))
                     state = _AFTER
-                elif (frames and not items and code == _CLOSING[frames[-1][0]]
-                      and frames[-1][4] is None and (frames[-1][3] or frames[-1][0] is not _INDEX)):
-                    # "f()", "f(a,)", "x[0,]", "()", "(a,)", "[]", "[a,]" (not "x[]", nor "f(a=)")
-                    node = self._close(frames[-1], code, line, pos - line_start + 1, end)
-                    items = frames.pop()[1]
-                    state = _AFTER
+                elif frames and not items and code in _SEPARATORS:  # an empty part
+                    done = self._part(frames[-1], None, code, line, pos - line_start + 1, end)
+                    if done is None:
+                        return _give_up(frames)
+                    if done is not False:  # the bracket closed
+                        node = done
+                        items = frames.pop()[1]
+                        state = _AFTER
                 else:
                     return _give_up(frames)
             else:  # _ATTRIBUTE: the name after a dot
@@ -285,6 +285,39 @@ class ChainReader:
         """The token ``value`` of terminal ``name`` at ``column`` of ``line``, ending at offset
         ``end`` of the text: for the builder's methods that take tokens."""
         return _new(Token, (name, value, end - len(value), line, column, line, column + len(value), end))
+
+    def _part(self, frame: list, value, code: str, line: int, column: int, end: int):
+        """A part of a bracket's frame ends (an argument, an item, an index or a part of a slice:
+        ``value``, None where it is empty) at ``code`` (at ``column``): False where another part
+        follows, the node of the bracket where it closes, None where the reader cannot tell."""
+        kind, slicing = frame[0], frame[6]
+        if kind is _INDEX and (code == ":" or slicing is not None):  # a slice: [start] : [stop] [: [step]]
+            if code == ":":
+                colon = self._token(self.names[code], code, line, column, end)
+                if slicing is None:
+                    frame[6] = [value, colon, None, None]
+                    return False
+                if slicing[3] is not None:  # a third colon
+                    return None
+                slicing[2:] = [value, colon]
+                return False
+            start, first, stop, second = slicing
+            frame[6] = None
+            value = (self.builder.slice(start, first, value, None, None) if second is None else
+                     self.builder.slice(start, first, stop, second, value))
+        elif value is None:  # "f()", "f(a,)", "()", "(a,)", "[]", "[a,]", "x[0,]" (not "x[]", "f(,)", "f(a=)")
+            if code != _CLOSING[kind] or frame[4] is not None or kind is _INDEX and not frame[3]:
+                return None
+            return self._close(frame, code, line, column, end)
+        if code == ",":
+            if kind is _PAREN:  # (a, ...): a tuple
+                frame[0] = _TUPLE
+            self._argument(frame, value)
+            return False
+        if code == _CLOSING[kind]:
+            self._argument(frame, value)
+            return self._close(frame, code, line, column, end)
+        return None
 
     def _argument(self, frame: list, value) -> None:
         """One more argument (or index) of a frame's call (or indexing)."""
@@ -310,8 +343,9 @@ class ChainReader:
 def _frame(kind: str, enclosing: list, head, at: int) -> list:
     """A bracket open around the chain being read: ``[kind, the enclosing chain, the called or
     indexed node (the opening token of a bracketed expression, tuple or list), the arguments or
-    items read so far, a keyword argument's name token or None, where the bracket is]``."""
-    return [kind, enclosing, head, [], None, at]
+    items read so far, a keyword argument's name token or None, where the bracket is, the slice
+    being read or None ([start, colon, stop, second colon])]``."""
+    return [kind, enclosing, head, [], None, at, None]
 
 
 def _give_up(frames: list) -> tuple:

@@ -161,6 +161,7 @@ def test_every_program_of_the_corpus_gives_lark_paths_tree_with_the_reader():
     ("y = True + None\n", "BinOp", "\n"),
     ("y = (a, b), [c, (d,)], (), [], [e,] + x\n", "TupleExpr", ", [c"),
     ("y = x[1:2, :, ::, 1:, :2, ::3, 1:2:3, ...,][:][::-1] * 2\n", "BinOp", "\n"),
+    ("y = where(x > 0, x, -x)[a == b:c != d] + f((a < b) < c, a >= b, k=a <= b)\n", "BinOp", "\n"),
 ])
 def test_where_a_chain_ends(text, made, where):
     """The reader reads the longest chain it can and stops before the first token that cannot
@@ -180,7 +181,9 @@ def fast_first_token(fast, text: str, value: str):
     "y = f(1:2)\n",
     "y = {a: b}\n",          # a dict
     "y = [a for a in b]\n",  # a comprehension
-    "y = f(a < b)\n",        # a comparison inside brackets
+    "y = f(a < b < c)\n",    # a chained comparison
+    "y = f(a < b = 1)\n",
+    "y = f(a <)\n",
     "y = f(lambda: 1)\n",    # a keyword in an operand's place
     "y = f(x for x in y)\n",  # a generator
     "y = f'{x}'\n",          # an f-string: its fields are parsed later

@@ -8,17 +8,18 @@ a ``,``, ``return``...: the states of :func:`entry_states`), asks :meth:`ChainRe
 for the arith that starts after it. The reader reads the text itself, without tokens, by the
 grammar's ``arith`` and the most common of its ``primary`` forms (names, numbers, strings,
 ``True``/``False``/``None``, ``...``, parentheses, tuples, lists, attributes, calls with
-positional and keyword arguments, indexing and slices), and makes the node with the builder's own functions (``arith``
-climbs the precedence, ``call``, ``attribute``, ``name_node``...); the driver pushes that node
-as the value of an ``arith`` and reads on from where the reader stopped: at the first token
-that cannot continue the chain (a newline, ``=``, ``<``, ``if``, a closing bracket...).
+positional and keyword arguments, indexing and slices; inside brackets, comparisons too), and
+makes the node with the builder's own functions (``arith`` climbs the precedence, ``call``,
+``attribute``, ``name_node``...); the driver pushes that node as the value of an ``arith`` and
+reads on from where the reader stopped: at the first token that cannot continue the chain (a
+newline, ``=``, ``<``, ``if``, a closing bracket...).
 
-The reader gives up (None) on anything else: a keyword in an operand's place, a dict,
-a comprehension, a comparison or a lambda inside brackets, a newline or a backslash inside the chain, an
-f-string, a literal the postlexer checks for its length (:data:`~gradcli.lang.postlex.LONG_LITERAL`),
-a literal the builder refuses, a bare name before ``=`` (perhaps a keyword argument of a call
-the driver is reading). The driver then goes on with the next token as before: nothing is lost
-but the time.
+The reader gives up on anything else: a keyword in an operand's place (``not``, ``lambda``,
+``if``...), a dict, a comprehension, a chained comparison, a newline or a backslash inside
+the chain, an f-string, a literal the postlexer checks for its length
+(:data:`~gradcli.lang.postlex.LONG_LITERAL`), a literal the builder refuses, a bare name
+before ``=`` (perhaps a keyword argument of a call the driver is reading). The driver then
+goes on with the next token as before: nothing is lost but the time.
 
 Why the tree is the same as Lark's: the reader's chains are arith chains of the grammar, and
 it builds the builder's nodes for them. The grammar is LALR(1) without conflicts, hence
@@ -44,9 +45,12 @@ from .postlex import KEYWORD_TERMINALS, LONG_LITERAL, UNSUPPORTED_KEYWORDS, Toke
 # The grammar's rule the reader reads, and what its chains are made of (grammar/gradcli.lark):
 # the rules (by their symbol) and aliases (builder methods) it makes nodes of.
 ARITH = "arith"
-_FORMS = {ARITH: {"arith"}, "kwarg": {"kwarg"},
+_FORMS = {ARITH: {"arith"}, "kwarg": {"kwarg"}, "comparison": {"lt", "le", "gt", "ge", "eq", "ne"},
           "primary": {"name", "number", "string", "true", "false", "none", "ellipsis", "paren", "tuple", "list",
-                      "attribute", "call", "subscript"}}
+                      "attribute", "call", "subscript"}, "slice": {"slice"}}
+# the comparisons (one a test: "a < b < c" is an error) the reader reads inside brackets, and
+# the builder's methods for them
+_COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _SIGNS = ("-", "+")
 # where the reader is in a chain
 _OPERAND, _AFTER, _ATTRIBUTE = "operand", "after an operand", "after a dot"
@@ -110,6 +114,7 @@ class ChainReader:
         self.binary = {op: Token(self.names[op], op, 0, 0, 0, 0, 0, 0) for op in BINARY_STRENGTH}
         self.reserved = frozenset(KEYWORD_TERMINALS) | UNSUPPORTED_KEYWORDS
         self.constants = {"True": builder.true, "False": builder.false, "None": builder.none}
+        self.comparisons = {op: getattr(builder, name) for op, name in _COMPARISONS.items()}
         self.builder = builder
 
     def _how(self, ch: str) -> tuple:
@@ -169,6 +174,7 @@ class ChainReader:
     def _chain(self, text: str, pos: int, line: int, line_start: int, frames: list):
         """The loop of :meth:`_read`."""
         dispatch, spaces, codes, binary, reserved = self.dispatch, self.spaces, self.codes, self.binary, self.reserved
+        comparisons = self.comparisons
         arith = self.builder.arith
         items: list = []  # the chain being read: operands, operators and signs, as arith takes them
         node = None  # the operand being read (trailers may follow it)
@@ -212,7 +218,18 @@ class ChainReader:
                             return _give_up(frames)
                         return value, pos
                     frame = frames[-1]
-                    if frame[0] is _PAREN and code == ")":  # (a): a itself
+                    compared = frame[7] is not None
+                    if compared:  # the right side of a comparison
+                        value = frame[7](frame[8], value)
+                        frame[7] = None
+                        plain = False
+                    if code in comparisons:  # the left side of one
+                        if compared:  # "a < b < c"
+                            return _give_up(frames)
+                        frame[7], frame[8] = comparisons[code], value
+                        items = []
+                        state = _OPERAND
+                    elif frame[0] is _PAREN and code == ")":  # (a): a itself
                         items = frames.pop()[1]
                         node = value
                     elif code == "=" and frame[0] is _CALL and plain and frame[4] is None:  # a keyword argument
@@ -263,7 +280,8 @@ class ChainReader:
                     node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - line_start + 1, end))
                     state = _AFTER
                 elif frames and not items and code in _SEPARATORS:  # an empty part
-                    done = self._part(frames[-1], None, code, line, pos - line_start + 1, end)
+                    done = (self._part(frames[-1], None, code, line, pos - line_start + 1, end)
+                            if frames[-1][7] is None else None)  # (not a comparison's right side)
                     if done is None:
                         return _give_up(frames)
                     if done is not False:  # the bracket closed
@@ -344,8 +362,9 @@ def _frame(kind: str, enclosing: list, head, at: int) -> list:
     """A bracket open around the chain being read: ``[kind, the enclosing chain, the called or
     indexed node (the opening token of a bracketed expression, tuple or list), the arguments or
     items read so far, a keyword argument's name token or None, where the bracket is, the slice
-    being read or None ([start, colon, stop, second colon])]``."""
-    return [kind, enclosing, head, [], None, at, None]
+    being read or None ([start, colon, stop, second colon]), the builder's method of a comparison
+    whose right side is being read (or None) and its left side]``."""
+    return [kind, enclosing, head, [], None, at, None, None, None]
 
 
 def _give_up(frames: list) -> tuple:

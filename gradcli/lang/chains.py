@@ -175,6 +175,7 @@ class ChainReader:
         """The loop of :meth:`_read`."""
         dispatch, spaces, codes, binary, reserved = self.dispatch, self.spaces, self.codes, self.binary, self.reserved
         comparisons = self.comparisons
+        before = line_start - 1  # where the line starts, less one: a position's column is position - before
         arith = self.builder.arith
         items: list = []  # the chain being read: operands, operators and signs, as arith takes them
         node = None  # the operand being read (trailers may follow it)
@@ -185,7 +186,10 @@ class ChainReader:
             while ch in spaces:
                 pos += 1
                 ch = text[pos]
-            code, match, follow = dispatch.get(ch) or self._how(ch)
+            try:
+                code, match, follow = dispatch[ch]
+            except KeyError:
+                code, match, follow = self._how(ch)
             if follow is not None and text[pos + 1] not in follow:  # the one character ch
                 end = pos + 1
             else:
@@ -233,11 +237,11 @@ class ChainReader:
                         items = frames.pop()[1]
                         node = value
                     elif code == "=" and frame[0] is _CALL and plain and frame[4] is None:  # a keyword argument
-                        frame[4] = self._token("NAME", node.id, line, node.column, line_start + node.end_column - 1)
+                        frame[4] = self._token("NAME", node.id, line, node.column, before + node.end_column)
                         items = []
                         state = _OPERAND
                     else:
-                        done = self._part(frame, value, code, line, pos - line_start + 1, end)
+                        done = self._part(frame, value, code, line, pos - before, end)
                         if done is None:
                             return _give_up(frames)
                         if done is False:  # another part follows
@@ -254,33 +258,33 @@ class ChainReader:
                         constant = self.constants.get(value)
                         if constant is None:
                             return _give_up(frames)
-                        node = constant(self._token(KEYWORD_TERMINALS[value], value, line, pos - line_start + 1, end))
+                        node = constant(self._token(KEYWORD_TERMINALS[value], value, line, pos - before, end))
                     else:
-                        node = name_node(value, line, pos - line_start + 1, line, end - line_start + 1)
+                        node = name_node(value, line, pos - before, line, end - before)
                         plain = not items
                     state = _AFTER
                 elif code == "NUMBER":
                     if end - pos > LONG_LITERAL:
                         return _give_up(frames)
-                    node = number_node(text[pos:end], line, pos - line_start + 1, line, end - line_start + 1)
+                    node = number_node(text[pos:end], line, pos - before, line, end - before)
                     state = _AFTER
                 elif code == "(" or code == "[":  # a bracketed expression, a tuple or a list
                     frames.append(_frame(_PAREN if code == "(" else _LIST, items,
-                                         self._token(self.names[code], code, line, pos - line_start + 1, end), pos))
+                                         self._token(self.names[code], code, line, pos - before, end), pos))
                     items = []
                 elif code in _SIGNS:
-                    items.append(self._token(self.names[code], code, line, pos - line_start + 1, end))
+                    items.append(self._token(self.names[code], code, line, pos - before, end))
                 elif code == "STRING":
                     value = text[pos:end]
                     if value[0] in "fF" or "\n" in value or end - pos > LONG_LITERAL:
                         return _give_up(frames)  # f-strings leave fields to parse: the driver's way
-                    node = self.builder.string(self._token("STRING", value, line, pos - line_start + 1, end))
+                    node = self.builder.string(self._token("STRING", value, line, pos - before, end))
                     state = _AFTER
                 elif code == "...":
-                    node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - line_start + 1, end))
+                    node = self.builder.ellipsis(self._token(self.names[code], code, line, pos - before, end))
                     state = _AFTER
                 elif frames and not items and code in _SEPARATORS:  # an empty part
-                    done = (self._part(frames[-1], None, code, line, pos - line_start + 1, end)
+                    done = (self._part(frames[-1], None, code, line, pos - before, end)
                             if frames[-1][7] is None else None)  # (not a comparison's right side)
                     if done is None:
                         return _give_up(frames)
@@ -294,7 +298,7 @@ class ChainReader:
                 value = text[pos:end]
                 if code != "NAME" or value in reserved:
                     return _give_up(frames)
-                node = self.builder.attribute(node, None, self._token("NAME", value, line, pos - line_start + 1, end))
+                node = self.builder.attribute(node, None, self._token("NAME", value, line, pos - before, end))
                 state = _AFTER
             pos = end
 

@@ -387,3 +387,16 @@ def test_where_the_reader_gives_up_it_is_not_asked_again_inside(text, where):
     assert dump(got) == dump(tree(fast_parser(chains=False), text))  # a tree, or None for both
     node, at = fast.chains.read(text, fast_first_token(fast, text, "="))
     assert node is None and text[at:].startswith(where)
+
+
+def test_a_short_program_compiles_no_pattern_of_its_own():
+    """The reader reads a character's first tokens with the tokenizer's whole pattern (compiled
+    already) and compiles the pattern of the terminals that can start with it only after many:
+    a short program's start compiles none; a long program's trees are the same."""
+    fast = fast_parser()
+    text = "y = x.grad * 2 + f(a, k=1.5)[0:2] ** -b\nz = (y - 1,)\n"
+    assert dump(tree(fast, text)) == dump(lark_path(text))
+    assert fast.chains.patterns == {}
+    text = big_program(200)
+    assert dump(tree(fast, text)) == dump(lark_path(text))
+    assert set(fast.chains.patterns) >= {("NAME",), ("NUMBER",)}

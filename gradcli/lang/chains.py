@@ -60,6 +60,7 @@ _PAREN, _TUPLE, _LIST, _CALL, _INDEX = "(", "tuple", "[", "call", "index"
 _CLOSING = {_PAREN: ")", _TUPLE: ")", _LIST: "]", _CALL: ")", _INDEX: "]"}
 _SEPARATORS = frozenset((",", ":", ")", "]"))  # what ends a part of a bracket
 _NOTHING = re.compile("(?!)").match  # the matcher of a character no terminal starts with
+_COMPILE_AFTER = 32  # tokens of a first character read with the whole pattern (see ChainReader._later)
 _new = tuple.__new__  # a Token made without its class's constructor (Python code of namedtuple's)
 
 
@@ -96,8 +97,9 @@ class ChainReader:
     terminals (the fast path's tables: each one's name, pattern, first characters and literal
     text) and the AST builder."""
 
-    def __init__(self, terminals: list, spaces: str, ignore, flags: int, builder) -> None:
-        """``spaces``: the characters of the ignored spaces (:func:`space_characters`)."""
+    def __init__(self, terminals: list, spaces: str, ignore, flags: int, builder, whole) -> None:
+        """``spaces``: the characters of the ignored spaces (:func:`space_characters`); ``whole``:
+        the match of the tokenizer's pattern (all the terminals, spaces before them)."""
         if flags & re.IGNORECASE:  # first characters compared as they are
             raise ValueError("the chains need case-sensitive terminals")
         self.terminals = [(name, regexp, re.compile(first, flags).match if first else None, literal)
@@ -116,6 +118,7 @@ class ChainReader:
         self.constants = {"True": builder.true, "False": builder.false, "None": builder.none}
         self.comparisons = {op: getattr(builder, name) for op, name in _COMPARISONS.items()}
         self.builder = builder
+        self.whole = whole
 
     def _how(self, ch: str) -> tuple:
         """How to read a token that starts with ``ch``: ``(code, match, follow)``. The terminals
@@ -134,11 +137,27 @@ class ChainReader:
             candidates = []
         literals = [literal for _, _, _, literal in candidates]
         if ch in literals and None not in literals:
-            how = (ch, self._pattern(candidates), "".join(sorted({lit[1] for lit in literals if len(lit) > 1})))
+            code, follow = ch, "".join(sorted({literal[1] for literal in literals if len(literal) > 1}))
         else:
-            how = (self.codes[candidates[0][0]] if len(candidates) == 1 else None, self._pattern(candidates), None)
-        self.dispatch[ch] = how
+            code, follow = self.codes[candidates[0][0]] if len(candidates) == 1 else None, None
+        how = self.dispatch[ch] = (code, self._later(ch, candidates) if candidates else _NOTHING, follow)
         return how
+
+    def _later(self, ch: str, candidates: list):
+        """A match of the whole tokenizer pattern (compiled already), standing in for the
+        ``candidates``' own pattern until ``ch`` has started :data:`_COMPILE_AFTER` tokens; then
+        that pattern is compiled and put in the table. A short program compiles none (they cost
+        a few hundred microseconds of a start), a long one those it reads a lot with."""
+        uses = 0
+
+        def match(text: str, pos: int):
+            nonlocal uses
+            uses += 1
+            if uses == _COMPILE_AFTER:
+                code, _, follow = self.dispatch[ch]
+                self.dispatch[ch] = (code, self._pattern(candidates), follow)
+            return self.whole(text, pos)
+        return match
 
     def _pattern(self, candidates: list):
         """The match of a pattern of the ``candidates`` terminals, in their order; one per set of
@@ -147,11 +166,9 @@ class ChainReader:
         if key not in self.patterns:
             if len(candidates) == 1:
                 self.patterns[key] = re.compile(candidates[0][1], self.flags).match
-            elif candidates:
+            else:
                 self.patterns[key] = re.compile("|".join(f"(?:{regexp})(?P<{name}>)" for name, regexp, _, _
                                                          in candidates), self.flags).match
-            else:
-                self.patterns[key] = _NOTHING
         return self.patterns[key]
 
     def read(self, text: str, after) -> tuple:

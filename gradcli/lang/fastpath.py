@@ -90,7 +90,7 @@ class FastPath:
         from .chains import ChainReader
         try:
             self.chains = ChainReader(tables["terminals"], tables["space_characters"], tables["ignore"],
-                                      tables["flags"], builder)
+                                      tables["flags"], builder, self.regex.match)
         except ValueError:
             self.chains = None
         self.lanes = tables["lanes"] if self.chains else {}

@@ -48,7 +48,7 @@ ARITH = "arith"
 _FORMS = {ARITH: {"arith"}, "kwarg": {"kwarg"}, "comparison": {"lt", "le", "gt", "ge", "eq", "ne"},
           "primary": {"name", "number", "string", "true", "false", "none", "ellipsis", "paren", "tuple", "list",
                       "attribute", "call", "subscript"}, "slice": {"slice"}}
-# the comparisons (one a test: "a < b < c" is an error) the reader reads inside brackets, and
+# the comparisons the reader reads inside brackets (one to a test: "a < b < c" is an error), and
 # the builder's methods for them
 _COMPARISONS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 _SIGNS = ("-", "+")
@@ -102,8 +102,7 @@ class ChainReader:
         the match of the tokenizer's pattern (all the terminals, spaces before them)."""
         if flags & re.IGNORECASE:  # first characters compared as they are
             raise ValueError("the chains need case-sensitive terminals")
-        self.terminals = [(name, regexp, re.compile(first, flags).match if first else None, literal)
-                          for name, regexp, first, literal in terminals]
+        self.terminals = terminals
         self.flags = flags
         # a token's code: a literal's text ("+", "(") or a pattern's terminal name ("NAME")
         self.codes = {name: name if literal is None else literal for name, _, _, literal in terminals}
@@ -131,8 +130,8 @@ class ChainReader:
         without a match; else ``follow`` is None. Where an ignored terminal can start with
         ``ch`` (a backslash before a newline: the chain may go on after it), a match that never
         matches: the reader gives up there. Made on first use."""
-        candidates = [t for t in self.terminals if (t[3][:1] == ch if t[3] is not None
-                                                     else t[2] is None or t[2](ch))]
+        candidates = [t for t in self.terminals if (t[3][:1] == ch if t[3] is not None else
+                                                     t[2] is None or re.match(t[2], ch, self.flags))]
         if any(t[0] in self.ignored for t in candidates):
             candidates = []
         literals = [literal for _, _, _, literal in candidates]

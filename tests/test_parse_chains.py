@@ -5,7 +5,6 @@ reader; every error with what Lark's path alone says."""
 
 from __future__ import annotations
 
-import logging
 import random
 
 import pytest
@@ -290,36 +289,6 @@ def test_statements_are_counted_as_lark_paths_count_them(monkeypatch, line, limi
         except UsageError as err:
             results.append(("limit", str(err)))
     assert results[0] == results[1]
-
-
-def conflicts(grammar: str, **options) -> list:
-    """What Lark's log says of the shift/reduce conflicts of ``grammar``'s LALR table: Lark
-    resolves them silently (by shifting), and says so only in its log."""
-    from lark import Lark, logger
-    records: list = []
-    handler = logging.Handler()
-    handler.emit = records.append
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        Lark(grammar, parser="lalr", debug=True, **options)
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-    return [r.getMessage() for r in records if "conflict" in r.getMessage()]
-
-
-def test_the_grammar_has_no_conflicts():
-    """The reader's arith is the one Lark's path finds because the grammar is unambiguous: no
-    shift/reduce conflict (a dangling else shows one), no rule priorities (which resolve
-    reduce/reduce conflicts silently)."""
-    from gradcli.lang.lark_adapter import GradIndenter
-    assert conflicts('start: "i" start | "i" start "e" start | "a"')
-    options = syntax._lark_options(GradIndenter())
-    del options["parser"]
-    assert conflicts(syntax.grammar_text(), **options) == []
-    assert not any(rule.options.priority for rule in syntax._get_parser().rules)
 
 
 # ------------------------------------------------------------------------------ long and deep

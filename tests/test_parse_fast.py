@@ -51,13 +51,21 @@ def lark_path(text: str):
 _FAST = []
 
 
+def fast_parser(chains: bool = True):
+    """A fast path built from Lark's parser (by way of its plain tables); without its chains'
+    reader where ``chains`` is False (every expression through the LALR table then)."""
+    from gradcli.lang.fastpath import FastPath
+    from gradcli.lang.postlex import PostLexer
+    fast = FastPath.from_lark(syntax._get_parser(), PostLexer())
+    if not chains:
+        fast.lanes = {}
+    return fast
+
+
 def fast_path(text: str):
-    """The tree by the fast path (built from Lark's parser by way of its plain tables), or None
-    where it declines."""
+    """The tree by the fast path, or None where it declines."""
     if not _FAST:
-        from gradcli.lang.fastpath import FastPath
-        from gradcli.lang.postlex import PostLexer
-        _FAST.append(FastPath.from_lark(syntax._get_parser(), PostLexer()))
+        _FAST.append(fast_parser())
     del builder.PENDING_FIELDS[:]
     return _FAST[0].parse(text)
 
@@ -423,8 +431,7 @@ def _spy_on_reductions(fast, seen: set) -> None:
 
 def test_every_kind_of_reduction_is_in_the_table():
     from gradcli.lang import fastpath
-    fast = fastpath.FastPath.from_lark(syntax._get_parser(), __import__(
-        "gradcli.lang.postlex", fromlist=["PostLexer"]).PostLexer())
+    fast = fast_parser()
     kinds = {action[3] for row in fast.table for action in row.values() if action.__class__ is tuple}
     assert kinds == {fastpath._UNIT, fastpath._CALL, fastpath._CALL_ONE, fastpath._LIST,
                      fastpath._LIST_ONE, fastpath._GROW}
@@ -432,10 +439,9 @@ def test_every_kind_of_reduction_is_in_the_table():
 
 def test_every_builder_method_the_table_calls_builds_lark_paths_tree():
     """Each reduction the driver makes by calling a builder method (directly, through a child
-    filter, or in place on the stack's top) is exercised here, and every tree equals Lark's."""
-    from gradcli.lang.fastpath import FastPath
-    from gradcli.lang.postlex import PostLexer
-    fast = FastPath.from_lark(syntax._get_parser(), PostLexer())
+    filter, or in place on the stack's top) is exercised here, and every tree equals Lark's.
+    The chains' reader is off: it makes most of the expressions itself (test_parse_chains.py)."""
+    fast = fast_parser(chains=False)
     methods = {name for name in vars(builder.ASTBuilder) if not name.startswith("_")}
     in_table = {action[2].__name__ for row in fast.table for action in row.values()
                 if action.__class__ is tuple and action[2] is not None} & methods
@@ -456,7 +462,7 @@ MUTATIONS = ["(", ")", "[", "]", ",", ":", "=", "+", "**", "-", "not", "in", "is
              "else", "\n", "\n    ", "'", "f'{", "}", "1.5", "x", ".", ";", "...", "@", "\\\n", "#"]
 
 
-def mutated(rnd: random.Random, text: str) -> str:
+def mutated(rnd: random.Random, text: str, edits: list = MUTATIONS) -> str:
     """``text`` with one to three random edits: a span deleted, a token inserted, a span doubled."""
     for _ in range(rnd.randint(1, 3)):
         i = rnd.randrange(len(text) + 1)
@@ -465,23 +471,20 @@ def mutated(rnd: random.Random, text: str) -> str:
         if edit == 0:
             text = text[:i] + text[j:]
         elif edit == 1:
-            text = text[:i] + rnd.choice(MUTATIONS) + text[i:]
+            text = text[:i] + rnd.choice(edits) + text[i:]
         else:
             text = text[:j] + text[i:j] + text[j:]
     return text if text.endswith("\n") else text + "\n"
 
 
-def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
-    """Fuzz: on edited programs (most of them wrong) the fast path either declines or gives
-    exactly Lark's tree, and parse() says exactly what Lark's path alone says."""
-    from gradcli.lang.fastpath import FastPath
-    from gradcli.lang.postlex import PostLexer
-    fast = FastPath.from_lark(syntax._get_parser(), PostLexer())
-    rnd = random.Random(17)
-    sources = program_texts() + COVERAGE_TEXTS
+def fuzz_edited(monkeypatch, rnd: random.Random, sources: list, rounds: int, edits: list = MUTATIONS) -> int:
+    """Edit programs of ``sources`` (most edits make them wrong): on each, the fast path either
+    declines or gives exactly Lark's tree, and parse() says exactly what Lark's path alone says.
+    How many the fast path parsed."""
+    fast = fast_parser()
     agreed = 0
-    for _ in range(600):
-        text = mutated(rnd, rnd.choice(sources))
+    for _ in range(rounds):
+        text = mutated(rnd, rnd.choice(sources), edits)
         del builder.PENDING_FIELDS[:]
         tree = fast.parse(text)
         if tree is not None:
@@ -492,6 +495,12 @@ def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
         monkeypatch.setattr(syntax, "_fast", False)
         monkeypatch.setattr(syntax, "_fast_from_lark", False)
         assert outcome(text) == with_fast, text
+    return agreed
+
+
+def test_mutated_programs_give_lark_paths_tree_or_decline(monkeypatch):
+    """Fuzz: edited programs of the corpus (see fuzz_edited)."""
+    agreed = fuzz_edited(monkeypatch, random.Random(17), program_texts() + COVERAGE_TEXTS, 600)
     assert agreed > 50  # the edits leave some programs valid: those were compared too
 
 

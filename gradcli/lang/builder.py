@@ -265,16 +265,14 @@ class ASTBuilder:
         operand is a binary operator; any other token is a sign of the operand that follows."""
         operands: list = []
         tokens: list = []  # operators and signs not applied yet, innermost last
-        strengths: list = []  # how tightly each binds
+        strengths: list = [0]  # how tightly each binds, above a floor that is never reached
         new, node_class = _new, Node  # the module's names as locals: read per item of the chain
-        binary_strength, sign, power = _BINARY_STRENGTH, _SIGN_STRENGTH, _POWER_STRENGTH
+        binding, sign = _BINDING, _SIGN_STRENGTH
         after_operand = False
         for item in items:
             if after_operand:  # a binary operator (the grammar puts one after every operand)
-                strength = binary_strength[item.value]
-                # apply what binds at least as tightly (** only what binds tighter: right-associative)
-                while strengths and (strengths[-1] > strength or
-                                     (strengths[-1] == strength and strength != power)):
+                strength, applied = binding[item.value]
+                while strengths[-1] >= applied:
                     token = tokens.pop()
                     right = operands.pop()
                     if strengths.pop() == sign:  # _apply, inline
@@ -360,16 +358,10 @@ class ASTBuilder:
 
     # ----------------------------------------------------------------------------- atoms
     def name(self, token):
-        node = _new(Name)
-        node.line, node.column, node.end_line, node.end_column = token.line, token.column, token.end_line, token.end_column
-        node.id = token.value
-        return node
+        return name_node(token.value, token.line, token.column, token.end_line, token.end_column)
 
     def number(self, token):
-        node = _new(Num)
-        node.line, node.column, node.end_line, node.end_column = token.line, token.column, token.end_line, token.end_column
-        node.value = _number_value(token)
-        return node
+        return number_node(token.value, token.line, token.column, token.end_line, token.end_column)
 
     def string(self, token):
         if token.value[0] in "fF":  # f"...": an f-string
@@ -390,9 +382,13 @@ class ASTBuilder:
 
 
 # How tightly the operators of an arithmetic chain bind (builder.arith), as in Python.
-_BINARY_STRENGTH = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "%": 2, "//": 2, "**": 4}
+BINARY_STRENGTH = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2, "%": 2, "//": 2, "**": 4}
 _SIGN_STRENGTH = 3  # unary - and +: tighter than *, looser than ** (-x**2 == -(x**2))
 _POWER_STRENGTH = 4
+# Per binary operator: its strength, and the least strength of the operators before it that are
+# applied before it is pushed: what binds at least as tightly, but for ** (right-associative:
+# a**b**c == a**(b**c)) only what binds tighter.
+_BINDING = {op: (strength, strength + (strength == _POWER_STRENGTH)) for op, strength in BINARY_STRENGTH.items()}
 
 
 def _apply(pending: tuple, operands: list) -> None:
@@ -413,6 +409,23 @@ def _apply(pending: tuple, operands: list) -> None:
 # ``_new(cls)`` and their fields set here, without Node's generic constructor, which checks and
 # loops over the fields: a few microseconds a node, a third of the parse of a 100,000-term program.
 _new = object.__new__
+
+
+def name_node(value: str, line: int, column: int, end_line: int, end_column: int) -> Name:
+    """The Name of a NAME token (its text and position): :meth:`ASTBuilder.name`, and what the fast
+    path's chains (:mod:`gradcli.lang.chains`) make without a token."""
+    node = _new(Name)
+    node.line, node.column, node.end_line, node.end_column = line, column, end_line, end_column
+    node.id = value
+    return node
+
+
+def number_node(text: str, line: int, column: int, end_line: int, end_column: int) -> Num:
+    """The Num of a NUMBER token (its text and position), as :func:`name_node`."""
+    node = _new(Num)
+    node.line, node.column, node.end_line, node.end_column = line, column, end_line, end_column
+    node.value = _number_value(text, line, column)
+    return node
 
 
 class _Dotted:
@@ -515,16 +528,17 @@ def _check_name(token: Any) -> None:
         raise _error_at(f"'{token.value}' is a keyword and cannot be used as a name", token)
 
 
-def _number_value(token: Any) -> int | float:
-    """A NUMBER token's value: a float if it has a "." or an exponent, else an int."""
-    text = token.value
+def _number_value(text: str, line: int, column: int) -> int | float:
+    """A NUMBER token's value: a float if it has a "." or an exponent, else an int; errors at
+    the token's line and column."""
     if "." in text or "e" in text or "E" in text:
         return float(text)
     digits = text.replace("_", "")
     if len(digits) > 1 and digits[0] == "0" and digits.strip("0"):
-        raise _error_at("leading zeros in decimal integer literals are not permitted", token)
+        raise GradSyntaxError("leading zeros in decimal integer literals are not permitted",
+                              line=line, column=column)
     if len(digits) > 4000:
-        raise _error_at("integer literal is too long", token)
+        raise GradSyntaxError("integer literal is too long", line=line, column=column)
     return int(digits)
 
 

@@ -60,6 +60,10 @@ def _long_number(text: str):
 _WORD = _RUN = None
 
 
+# The length from which a literal is checked by _check_literal (shorter ones are within its limits).
+LONG_LITERAL = 1000
+
+
 def _check_literal(token) -> None:
     """Refuse, before the builder converts it, a number literal longer than limits.MAX_NUMBER_CHARS
     (int() of megabytes of digits is quadratic) or a string with more than MAX_STRING_ESCAPES
@@ -104,7 +108,11 @@ class PostLexer:
     CLOSE_PAREN_types = list(CLOSE)
     INDENT_type = "_INDENT"
     DEDENT_type = "_DEDENT"
+    SEMICOLON_type = "SEMICOLON"
     tab_len = 8
+    # The tokens after which it has more to do before it reads the next one (the indentation after
+    # a newline, a statement counted after ";"): the fast path's chains never read on after them.
+    BUSY_AFTER = frozenset((NL_type, INDENT_type, DEDENT_type, SEMICOLON_type))
     # The token class it makes (keywords, indents, dedents): the fast path's light tuple here,
     # lark's Token in lark_adapter.GradIndenter.
     Token = Token
@@ -151,7 +159,7 @@ class PostLexer:
         first = True
         budget = LIMITS.max_statements  # --max-statements, counted while parsing (stops early)
         content = semicolon = heading = False
-        nl_type, brackets, make = self.NL_type, self.brackets, self.Token
+        nl_type, semicolon_type, brackets, make = self.NL_type, self.SEMICOLON_type, self.brackets, self.Token
         keywords, unsupported, opening, closing = KEYWORD_TERMINALS, UNSUPPORTED_KEYWORDS, OPEN, CLOSE
         for token in stream:
             ttype = token.type
@@ -168,8 +176,8 @@ class PostLexer:
                 budget -= 1
             if not content:  # "else:" and "@decorator" lines are parts of the statement they head
                 heading = token.value == "else" or token.value == "@"
-            content, semicolon = True, ttype == "SEMICOLON"
-            if (ttype == "NUMBER" or ttype == "STRING") and len(token.value) > 1000:
+            content, semicolon = True, ttype == semicolon_type
+            if (ttype == "NUMBER" or ttype == "STRING") and len(token.value) > LONG_LITERAL:
                 _check_literal(token)
             if first:
                 first = False

@@ -13,6 +13,7 @@ import math as _math
 
 from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum
+from ..backend.rows import by_rows
 from ..limits import check_flops
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
@@ -25,6 +26,7 @@ _SMALL_EXPAND = 4096
 
 _ADD = _NUMPY.xp.add.reduce
 _subtract = _NUMPY.xp.subtract
+_multiply = _NUMPY.xp.multiply
 _exp = _NUMPY.xp.exp
 _where = _NUMPY.xp.where
 
@@ -62,6 +64,21 @@ def _axes_of(shape, target):
     return axes, keep
 
 
+def _softmax_grad_into(out, grad, y, dim):
+    """y * (grad - sum(grad * y)) on NumPy arrays, in ``out`` (None: a new array)."""
+    out = _multiply(grad, y, out)
+    _subtract(grad, _ADD(out, dim, None, None, True), out)
+    out *= y
+    return out
+
+
+def _log_softmax_grad_into(out, grad, y, dim):
+    """grad - exp(y) * sum(grad) on NumPy arrays, in ``out`` (None: a new array)."""
+    out = _exp(y, out)
+    out *= _ADD(grad, dim, None, None, True)
+    return _subtract(grad, out, out)
+
+
 class ArrayMath:
     """Formula functions on plain arrays of one backend."""
 
@@ -93,17 +110,12 @@ class ArrayMath:
 
     def softmax_backward(self, grad, y, dim):
         if _fresh_pair(grad, y):  # the same operations, in one new array
-            out = grad * y
-            _subtract(grad, _ADD(out, dim, None, None, True), out)
-            out *= y
-            return out
+            return by_rows(_softmax_grad_into, dim, y.shape, grad, y)
         return y * (grad - array_sum(self.xp, grad * y, dim, True))
 
     def log_softmax_backward(self, grad, y, dim):
         if _fresh_pair(grad, y):
-            out = _exp(y)
-            out *= _ADD(grad, dim, None, None, True)
-            return _subtract(grad, out, out)
+            return by_rows(_log_softmax_grad_into, dim, y.shape, grad, y)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)

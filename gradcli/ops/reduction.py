@@ -12,6 +12,7 @@ import builtins as _builtins
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
+from ..backend.rows import by_rows
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
@@ -27,6 +28,8 @@ _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
 _exp = _np.exp
 _log = _np.log
+_subtract = _np.subtract
+_isfinite = _np.isfinite
 _sqrt = _np.sqrt
 
 
@@ -238,10 +241,7 @@ def logsumexp_backward(F, grad, self, result, dim, keepdim):
         if not keepdim:
             kept = _kept_shape(self.shape, dim)
             result, grad = result.reshape(kept), grad.reshape(kept)
-        out = self - result
-        _exp(out, out)
-        out *= grad
-        return out
+        return by_rows(_logsumexp_grad_into, dim, self.shape, self, result, grad)
     sizes = tuple(self.shape)
     return sum_backward(F, grad, sizes, dim, keepdim) * F.exp(self - _keep(F, result, sizes, dim, keepdim))
 
@@ -254,17 +254,18 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
 
 # -- forwards the nodes below name -----------------------------------------------------------------
 
+def _logsumexp_grad_into(out, self, result, grad, dim):
+    """exp(self - result) * grad, in ``out`` (None: a new array)."""
+    out = _subtract(self, result, out)
+    _exp(out, out)
+    out *= grad
+    return out
+
+
 def _logsumexp(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.ndim and x.size:
-        m = _MAX(x, dim, None, None, True)
-        total = float(_ADD(m, None))
-        if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
-            e = x - m
-            _exp(e, e)
-            out = _ADD(e, dim, None, None, True)
-            _log(out, out)
-            out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
-            return out if keepdim else out.reshape(_without(out.shape, dim))
+        out = by_rows(_logsumexp_into, dim, _kept_shape(x.shape, dim), x)
+        return out if keepdim else out.reshape(_without(out.shape, dim))
     if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
         return out if keepdim else xp.reshape(out, _without(out.shape, dim))
@@ -277,6 +278,20 @@ def _logsumexp(xp, x, dim, keepdim):
     return out
 
 
+def _logsumexp_into(out, x, dim):
+    """log(sum(exp(x - m))) + m over ``dim``, kept, in ``out`` (None: a new array): the general
+    path's operations in its order, m the max, or 0 where the max is infinite or NaN."""
+    m = _MAX(x, dim, None, None, True)
+    total = float(_ADD(m, None))
+    if total - total != 0:  # an inf or nan among the maxima (or their sum overflows: the shift stays)
+        m = _np.where(_isfinite(m), m, m.dtype.type(0))
+    e = x - m
+    _exp(e, e)
+    out = _log(_ADD(e, dim, None, None, True), out)
+    out += m
+    return out
+
+
 def _without(shape, dim):
     """``shape`` without the dims ``dim`` (a tuple): a keepdim=False result's shape."""
     return tuple(s for i, s in enumerate(shape) if i not in dim)
@@ -286,10 +301,7 @@ def _softmax(xp, x, dim):
     """exp(x - max) / sum(exp(x - max)) along ``dim`` (torch's kernel: NaN for a row whose max is
     infinite); a NumPy array's in place, 5 ufunc calls and one new array."""
     if x.__class__ is _ndarray and x.ndim and x.size:
-        e = x - _MAX(x, dim, None, None, True)
-        _exp(e, e)
-        e /= _ADD(e, dim, None, None, True)
-        return e
+        return by_rows(_softmax_into, dim, x.shape, x)
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
     e = xp.exp(x - array_max(xp, x, dim, True))
@@ -300,15 +312,28 @@ def _log_softmax(xp, x, dim):
     """(x - max) - log(sum(exp(x - max))) along ``dim``: torch's kernel operation for operation (a
     row holding +inf or NaN is all NaN there, and here)."""
     if x.__class__ is _ndarray and x.ndim and x.size:
-        d = x - _MAX(x, dim, None, None, True)
-        s = _ADD(_exp(d), dim, None, None, True)
-        _log(s, s)
-        d -= s
-        return d
+        return by_rows(_log_softmax_into, dim, x.shape, x)
     if x.size == 0:
         return xp.asarray(x, copy=True)
     d = x - array_max(xp, x, dim, True)
     return d - xp.log(array_sum(xp, xp.exp(d), dim, True))
+
+
+def _softmax_into(e, x, dim):
+    """softmax's operations on a NumPy array, in ``e`` (None: a new array)."""
+    e = _subtract(x, _MAX(x, dim, None, None, True), e)
+    _exp(e, e)
+    e /= _ADD(e, dim, None, None, True)
+    return e
+
+
+def _log_softmax_into(d, x, dim):
+    """log_softmax's operations on a NumPy array, in ``d`` (None: a new array)."""
+    d = _subtract(x, _MAX(x, dim, None, None, True), d)
+    s = _ADD(_exp(d), dim, None, None, True)
+    _log(s, s)
+    d -= s
+    return d
 
 
 def _var(xp, x, dim, correction, keepdim, root=False):

@@ -1,0 +1,133 @@
+"""Row-wise kernels run by blocks of rows on threads (gradcli/backend/rows.py) give the whole-array
+kernel's result bit for bit: softmax, log_softmax, logsumexp and their gradients, at the real size
+threshold and, with the threshold and block size made tiny, on awkward shapes (blocks that do not
+divide the rows, one row a block, rows of infinities and NaN, 3-d, float64)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli.backend import rows
+from gradcli.ops import reduction as R
+from gradcli.ops.formulas import ArrayMath, _log_softmax_grad_into, _softmax_grad_into
+from gradcli.backend import NUMPY
+
+AM = ArrayMath(NUMPY)
+
+
+def _bits(a, b):
+    """Equal bit for bit, same dtype and shape; NaN where NaN (its sign bit, which no op shows and
+    NumPy's loops set by operand order, aside)."""
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a, b, equal_nan=True)
+    assert np.array_equal(np.signbit(a) & (a == a), np.signbit(b) & (b == b))
+
+
+def _cases(x, dim):
+    """Each row-wise computation of x along ``dim``: name -> a function of nothing."""
+    y = R._softmax(np, x, dim)
+    ly = R._log_softmax(np, x, dim)
+    grad = np.cos(x * 3).astype(x.dtype)
+    lse = R._logsumexp(np, x, (dim,), True)
+    row_grad = np.sin(lse).astype(x.dtype)
+    flat_grad = np.broadcast_to(x.dtype.type(0.25), lse.shape[:-1])  # mean's backward: a broadcast
+    return {
+        "softmax": lambda: R._softmax(np, x, dim),
+        "log_softmax": lambda: R._log_softmax(np, x, dim),
+        "logsumexp": lambda: R._logsumexp(np, x, (dim,), True),
+        "logsumexp dropped": lambda: R._logsumexp(np, x, (dim,), False),
+        "softmax grad": lambda: AM.softmax_backward(grad, y, dim),
+        "log_softmax grad": lambda: AM.log_softmax_backward(grad, ly, dim),
+        "logsumexp grad": lambda: R.logsumexp_backward(AM, row_grad, x, lse, (dim,), True),
+        "logsumexp grad, broadcast": lambda: R.logsumexp_backward(AM, flat_grad, x, lse[..., 0], (dim,), False),
+    }
+
+
+def _inputs():
+    rng = np.random.default_rng(3)
+    out = []
+    for dtype in (np.float32, np.float64):
+        out.append(rng.standard_normal((37, 11)).astype(dtype) * 5)
+        out.append(rng.standard_normal((4, 9, 6)).astype(dtype))
+        special = rng.standard_normal((12, 5)).astype(dtype)
+        special[2] = np.inf
+        special[3, 1] = -np.inf
+        special[5, 2] = np.nan
+        special[7] = -np.inf
+        special[9, 0] = 1e30
+        out.append(special)
+    return out
+
+
+@pytest.mark.parametrize("k", range(6))
+@pytest.mark.parametrize("step", [1, 3, 8])
+def test_blocks_on_threads_give_the_whole_kernel_bit_for_bit(monkeypatch, k, step):
+    x = _inputs()[k]
+    dim = x.ndim - 1  # as the ops pass it: non-negative
+    with np.errstate(all="ignore"):
+        monkeypatch.setattr(rows, "MIN_ELEMENTS", 1 << 40)
+        whole = {name: f() for name, f in _cases(x, dim).items()}
+        monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
+        monkeypatch.setattr(rows, "BLOCK_ELEMENTS", step * x.shape[-1])
+        monkeypatch.setattr(rows, "THREADS", 3)
+        for name, f in _cases(x, dim).items():
+            _bits(f(), whole[name])
+
+
+def test_at_the_real_size_threshold_the_blocks_are_the_whole_kernel():
+    x = np.linspace(-3.0, 3.0, (rows.MIN_ELEMENTS // 1000 + 1) * 1000, dtype=np.float32).reshape(-1, 1000)
+    x[7, 3] = np.inf
+    with np.errstate(all="ignore"):
+        g = np.cos(x).astype(np.float32)
+        y = R._softmax(np, x, 1)
+        _bits(y, R._softmax_into(None, x, 1))
+        _bits(R._log_softmax(np, x, 1), R._log_softmax_into(None, x, 1))
+        lse = R._logsumexp(np, x, (1,), True)
+        _bits(lse, R._logsumexp_into(None, x, (1,)))
+        _bits(AM.softmax_backward(g, y, 1), _softmax_grad_into(None, g, y, 1))
+        _bits(AM.log_softmax_backward(g, y, 1), _log_softmax_grad_into(None, g, y, 1))
+        _bits(R.logsumexp_backward(AM, lse, x, lse, (1,), True), R._logsumexp_grad_into(None, x, lse, lse, (1,)))
+
+
+def test_other_dims_and_layouts_run_the_kernel_once(monkeypatch):
+    """Blocks are rows of the last dim of C-contiguous arrays; anything else is the kernel at once."""
+    calls = []
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(rows, "BLOCK_ELEMENTS", 4)
+
+    def kernel(out, x, dim):
+        calls.append(out is None)
+        return np.exp(x, out)
+
+    x = np.ones((6, 4), np.float32)
+    for args in ((0, x), (1, x.T.copy().T), ((0, 1), x), (0, x[0])):
+        calls.clear()
+        rows.by_rows(kernel, args[0], args[1].shape, args[1])
+        assert calls == [True]
+    calls.clear()
+    rows.by_rows(kernel, 1, x.shape, x)
+    assert len(calls) == 6 and not any(calls)
+
+
+def test_an_error_state_set_by_the_caller_holds_on_the_threads(monkeypatch):
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(rows, "BLOCK_ELEMENTS", 2)
+    x = np.full((8, 2), np.inf, np.float32)
+    with np.errstate(invalid="raise"):
+        with pytest.raises(FloatingPointError):
+            R._softmax(np, x, 1)  # inf - inf, on whichever thread
+
+
+def test_softmax_of_a_large_tensor_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+    data = np.linspace(-2.0, 2.0, (rows.MIN_ELEMENTS // 500) * 1000, dtype=np.float32).reshape(-1, 1000)
+    x = gc.tensor(data, requires_grad=True)
+    loss = (x.softmax(dim=1) * x).sum() + x.logsumexp(dim=1).mean()
+    loss.backward()
+    t = torch.from_numpy(data).requires_grad_()
+    tl = (t.softmax(dim=1) * t).sum() + t.logsumexp(dim=1).mean()
+    tl.backward()
+    np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(float(loss), float(tl), rtol=1e-4)  # float32 sums of 2M terms, in two orders

@@ -1,7 +1,10 @@
-"""Row-wise kernels run by blocks of rows on threads (gradcli/backend/rows.py) give the whole-array
-kernel's result bit for bit: softmax, log_softmax, logsumexp and their gradients, at the real size
-threshold and, with the threshold and block size made tiny, on awkward shapes (blocks that do not
-divide the rows, one row a block, rows of infinities and NaN, 3-d, float64)."""
+"""Large-tensor fast paths give what the general ones give, bit for bit.
+
+Row-wise kernels run by blocks of rows on threads (gradcli/backend/rows.py) give the whole-array
+kernel's result: softmax, log_softmax, logsumexp and their gradients, at the real size threshold
+and, with the threshold and block size made tiny, on awkward shapes (blocks that do not divide the
+rows, one row a block, rows of infinities and NaN, 3-d, float64). relu's backward by bits is
+np.where's; a matrix product of a broadcast gradient is NumPy's."""
 
 from __future__ import annotations
 
@@ -130,4 +133,38 @@ def test_softmax_of_a_large_tensor_agrees_with_torch():
     tl = (t.softmax(dim=1) * t).sum() + t.logsumexp(dim=1).mean()
     tl.backward()
     np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(float(loss), float(tl), rtol=1e-4)  # float32 sums of 2M terms, in two orders
+    np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-4)  # float32 sums of 2M terms, in two orders
+
+
+# -- the matrix-product case's backward: relu's mask by bits, a broadcast gradient copied for BLAS ----
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_relu_backward_by_bits_is_where_bit_for_bit(dtype):
+    rng = np.random.default_rng(5)
+    n = 3 * 4096
+    x = rng.standard_normal(n).astype(dtype)
+    x[:8] = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -1e-30, 0.0]
+    grad = rng.standard_normal(n).astype(dtype)
+    grad[8:16] = [np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0, -1.0, 1.0]
+    grad[16:24] = grad[8:16]
+    x[8:24] = np.tile([1.0, -1.0], 8)
+    for shape in ((n,), (3, 64, 64)):
+        xs, gs = x.reshape(shape), grad.reshape(shape)
+        for t in (0, 0.5):
+            got = AM.threshold_backward(gs, xs, t)
+            want = np.where(xs <= t, 0, gs)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            ints = {2: np.int16, 4: np.int32, 8: np.int64}[want.dtype.itemsize]
+            assert np.array_equal(got.view(ints), want.view(ints))  # NaN payloads and signs too
+    strided = AM.threshold_backward(grad.reshape(96, 128).T, x.reshape(96, 128).T, 0)
+    assert np.array_equal(strided, np.where(x.reshape(96, 128).T <= 0, 0, grad.reshape(96, 128).T), equal_nan=True)
+
+
+def test_a_broadcast_gradient_in_a_product_is_copied_with_the_same_result():
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((300, 200)).astype(np.float32)
+    h = rng.standard_normal((257, 200)).astype(np.float32)
+    for g in (np.broadcast_to(np.float32(0.37), (257, 300)), np.broadcast_to(w[:, 0], (257, 300))):
+        _bits(AM.mm(g, w), np.matmul(g, w))
+        _bits(AM.mm(h.T, g), np.matmul(h.T, g))
+        _bits(AM.mm(h.T, g), np.matmul(h.T, np.ascontiguousarray(g)))

@@ -168,3 +168,47 @@ def test_a_broadcast_gradient_in_a_product_is_copied_with_the_same_result():
         _bits(AM.mm(g, w), np.matmul(g, w))
         _bits(AM.mm(h.T, g), np.matmul(h.T, g))
         _bits(AM.mm(h.T, g), np.matmul(h.T, np.ascontiguousarray(g)))
+
+
+# -- a gradient only the engine holds is written over by the formula of its one-input node ----------
+
+def _program_grads(build, size):
+    """x.grad and the retained gradients of ``build(x)`` (a list of tensors to sum, and the tensors
+    whose .grad to keep), x of ``size`` elements as rows of 8."""
+    data = np.cos(np.arange(size, dtype=np.float32)).reshape(-1, 8) * 3
+    x = gc.tensor(data, requires_grad=True)
+    outs, kept = build(x)
+    for t in kept:
+        t.retain_grad()
+    total = outs[0]
+    for o in outs[1:]:
+        total = total + o
+    (total * total).sum().backward()
+    return [x.grad.numpy()] + [t.grad.numpy() for t in kept]
+
+
+BUILDS = {
+    "relu": lambda x: ([(x * 2).relu()], []),
+    "relu, its input's gradient kept": lambda x: (lambda y: ([y.relu()], [y]))(x * 2),
+    "relu, its gradient kept": lambda x: (lambda r: ([r], [r]))((x * 2).relu()),
+    "two relus of one gradient": lambda x: (lambda y: ([y.relu(), (-y).relu()], [y]))(x * 2),
+    "softmax": lambda x: ([(x * 2).softmax(1) * x], []),
+    "softmax, its gradient kept": lambda x: (lambda s: ([s * x], [s]))((x * 2).softmax(1)),
+    "log_softmax": lambda x: ([(x * 2).log_softmax(1) * x], []),
+    "log_softmax, its gradient kept": lambda x: (lambda s: ([s * x], [s]))((x * 2).log_softmax(1)),
+}
+
+
+@pytest.mark.parametrize("name", list(BUILDS))
+@pytest.mark.parametrize("size", [64, 8 * 4096])
+def test_a_spare_gradient_written_over_gives_the_same_gradients(monkeypatch, name, size):
+    """Against the same program with no gradient ever spare (the engine's count made unreachable):
+    the same bits, and a gradient that a tensor keeps (retain_grad) or another node still needs is
+    never the one written over."""
+    from gradcli.autograd import engine
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 1024)
+    got = _program_grads(BUILDS[name], size)
+    monkeypatch.setattr(engine, "_SOLE", -1)
+    want = _program_grads(BUILDS[name], size)
+    for a, b in zip(got, want):
+        _bits(a, b)

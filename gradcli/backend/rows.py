@@ -29,21 +29,22 @@ BLOCK_ELEMENTS = 1 << 16     # a block's size in elements (256 KiB of float32 pe
 THREADS = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 
-def by_rows(kernel, dim, shape, *arrays):
-    """``kernel(out, *arrays, dim)``: a kernel that writes its result into ``out`` (None: into new
-    arrays of its own) and returns it. Where the arrays are large NumPy arrays and ``dim`` (an int,
-    or a tuple of one) is their last, ``out`` is a new C-contiguous array of ``shape`` and the kernel
-    runs on blocks of its rows, in parallel; otherwise the kernel runs once, on the whole arrays.
-    Each array has ``shape`` or ``shape`` with the last dim reduced to 1 (a row's max, sum or
-    gradient, kept), as ``shape`` itself may be."""
+def by_rows(kernel, dim, shape, *arrays, out=None):
+    """``kernel(out, *arrays, dim)``: a kernel that writes its result into ``out`` and returns it.
+    ``out``: one of ``arrays``, where the kernel allows that, or None: the kernel's own new arrays.
+    Where the arrays are large NumPy arrays and ``dim`` (an int, or a tuple of one) is their last,
+    the kernel runs on blocks of their rows, in parallel, into ``out`` or a new C-contiguous array
+    of ``shape``; otherwise it runs once, on the whole arrays. Each array has ``shape`` or ``shape``
+    with the last dim reduced to 1 (a row's max, sum or gradient, kept), as ``shape`` itself may be."""
     first = arrays[0]
     if first.__class__ is not _ndarray or first.size < MIN_ELEMENTS or not _along_rows(dim, first.ndim):
-        return kernel(None, *arrays, dim)
+        return kernel(out, *arrays, dim)
     width = first.shape[-1]
     for a in arrays:  # a full array is split by views; a row's values may be a broadcast (copied: small)
         if a.__class__ is not _ndarray or a.ndim != first.ndim or a.shape[-1] != 1 and not a.flags.c_contiguous:
-            return kernel(None, *arrays, dim)
-    out = _np.empty(shape, first.dtype)
+            return kernel(out, *arrays, dim)
+    if out is None:
+        out = _np.empty(shape, first.dtype)
     rows = first.size // width
     views = [out.reshape(rows, out.shape[-1])] + [a.reshape(rows, a.shape[-1]) for a in arrays]
     _share(kernel, views, 1 if dim.__class__ is int else (1,), rows, max(1, BLOCK_ELEMENTS // width))

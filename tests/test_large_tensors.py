@@ -14,7 +14,7 @@ import pytest
 import gradcli as gc
 from gradcli.backend import rows
 from gradcli.ops import reduction as R
-from gradcli.ops.formulas import ArrayMath, _log_softmax_grad_into, _softmax_grad_into
+from gradcli.ops.formulas import ArrayMath
 from gradcli.backend import NUMPY
 
 AM = ArrayMath(NUMPY)
@@ -64,58 +64,58 @@ def _inputs():
     return out
 
 
+def _whole_and_blocked(monkeypatch, cases, step_rows, width):
+    """Each case computed on the whole arrays, then by blocks of ``step_rows`` rows on 3 threads."""
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 1 << 40)
+    whole = {name: f() for name, f in cases.items()}
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 16)
+    monkeypatch.setattr(rows, "BLOCK_ELEMENTS", step_rows * width)
+    monkeypatch.setattr(rows, "THREADS", 3)
+    return whole, {name: f() for name, f in cases.items()}
+
+
 @pytest.mark.parametrize("k", range(6))
 @pytest.mark.parametrize("step", [1, 3, 8])
-def test_blocks_on_threads_give_the_whole_kernel_bit_for_bit(monkeypatch, k, step):
+def test_blocks_on_threads_give_the_whole_array_bit_for_bit(monkeypatch, k, step):
     x = _inputs()[k]
-    dim = x.ndim - 1  # as the ops pass it: non-negative
     with np.errstate(all="ignore"):
-        monkeypatch.setattr(rows, "MIN_ELEMENTS", 1 << 40)
-        whole = {name: f() for name, f in _cases(x, dim).items()}
-        monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
-        monkeypatch.setattr(rows, "BLOCK_ELEMENTS", step * x.shape[-1])
-        monkeypatch.setattr(rows, "THREADS", 3)
-        for name, f in _cases(x, dim).items():
-            _bits(f(), whole[name])
+        whole, blocked = _whole_and_blocked(monkeypatch, _cases(x, x.ndim - 1), step, x.shape[-1])
+    for name in whole:
+        _bits(blocked[name], whole[name])
 
 
-def test_at_the_real_size_threshold_the_blocks_are_the_whole_kernel():
+def test_at_the_real_size_threshold_the_blocks_are_the_whole_array(monkeypatch):
     x = np.linspace(-3.0, 3.0, (rows.MIN_ELEMENTS // 1000 + 1) * 1000, dtype=np.float32).reshape(-1, 1000)
     x[7, 3] = np.inf
+    x[9] = -np.inf
     with np.errstate(all="ignore"):
-        g = np.cos(x).astype(np.float32)
-        y = R._softmax(np, x, 1)
-        _bits(y, R._softmax_into(None, x, 1))
-        _bits(R._log_softmax(np, x, 1), R._log_softmax_into(None, x, 1))
-        lse = R._logsumexp(np, x, (1,), True)
-        _bits(lse, R._logsumexp_into(None, x, (1,)))
-        _bits(AM.softmax_backward(g, y, 1), _softmax_grad_into(None, g, y, 1))
-        _bits(AM.log_softmax_backward(g, y, 1), _log_softmax_grad_into(None, g, y, 1))
-        _bits(R.logsumexp_backward(AM, lse, x, lse, (1,), True), R._logsumexp_grad_into(None, x, lse, lse, (1,)))
+        blocked = {name: f() for name, f in _cases(x, 1).items()}
+        monkeypatch.setattr(rows, "MIN_ELEMENTS", 1 << 40)
+        whole = {name: f() for name, f in _cases(x, 1).items()}
+    for name in whole:
+        _bits(blocked[name], whole[name])
 
 
-def test_other_dims_and_layouts_run_the_kernel_once(monkeypatch):
-    """Blocks are rows of the last dim of C-contiguous arrays; anything else is the kernel at once."""
-    calls = []
-    monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
+def test_other_dims_and_layouts_are_left_to_the_caller(monkeypatch):
+    """Blocks are rows of the last dim of C-contiguous arrays, two blocks at least; anything else
+    is None: the caller computes the whole at once."""
     monkeypatch.setattr(rows, "BLOCK_ELEMENTS", 4)
+    calls = []
 
-    def kernel(out, x, dim):
-        calls.append(out is None)
-        return np.exp(x, out)
+    def fn(x, dim):
+        calls.append(x.shape)
+        return np.exp(x)
 
     x = np.ones((6, 4), np.float32)
-    for args in ((0, x), (1, x.T.copy().T), ((0, 1), x), (0, x[0])):
-        calls.clear()
-        rows.by_rows(kernel, args[0], args[1].shape, args[1])
-        assert calls == [True]
-    calls.clear()
-    rows.by_rows(kernel, 1, x.shape, x)
-    assert len(calls) == 6 and not any(calls)
+    for dim, a in ((0, x), (1, x.T.copy().T), ((0, 1), x), (0, x[0]), (1, x[:1])):
+        assert rows.by_rows(fn, dim, a.shape, a) is None
+    assert not calls
+    out = rows.by_rows(fn, 1, x.shape, x)
+    assert calls == [(1, 4)] * 6 and out.shape == x.shape and np.array_equal(out, np.exp(x))
 
 
 def test_an_error_state_set_by_the_caller_holds_on_the_threads(monkeypatch):
-    monkeypatch.setattr(rows, "MIN_ELEMENTS", 0)
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 4)
     monkeypatch.setattr(rows, "BLOCK_ELEMENTS", 2)
     x = np.full((8, 2), np.inf, np.float32)
     with np.errstate(invalid="raise"):
@@ -202,13 +202,36 @@ BUILDS = {
 @pytest.mark.parametrize("name", list(BUILDS))
 @pytest.mark.parametrize("size", [64, 8 * 4096])
 def test_a_spare_gradient_written_over_gives_the_same_gradients(monkeypatch, name, size):
-    """Against the same program with no gradient ever spare (the engine's count made unreachable):
+    """Against the same program with no gradient ever lent (the size to lend made unreachable):
     the same bits, and a gradient that a tensor keeps (retain_grad) or another node still needs is
     never the one written over."""
-    from gradcli.autograd import engine
+    from gradcli.autograd import node
     monkeypatch.setattr(rows, "MIN_ELEMENTS", 1024)
     got = _program_grads(BUILDS[name], size)
-    monkeypatch.setattr(engine, "_SOLE", -1)
+    monkeypatch.setattr(node, "_REUSE_SIZE", 1 << 62)
     want = _program_grads(BUILDS[name], size)
+    for a, b in zip(got, want):
+        _bits(a, b)
+
+
+@pytest.mark.parametrize("op", ["relu", "softmax"])
+def test_a_grad_fn_posthook_sees_the_gradient_its_node_received(monkeypatch, op):
+    """A hook on the node's grad_fn reads its grad_outputs after the formula ran: the walk holds that
+    gradient for it, so the formula does not write its result there."""
+    from gradcli.autograd import node
+    monkeypatch.setattr(rows, "MIN_ELEMENTS", 1024)
+
+    def run():
+        x = gc.tensor(np.cos(np.arange(8 * 4096, dtype=np.float32)).reshape(-1, 8), requires_grad=True)
+        y = x * 2
+        out = y.relu() if op == "relu" else y.softmax(1)
+        seen = []
+        out.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(grad_outputs[0].numpy().copy()))
+        (out * x).sum().backward()  # out's gradient, x, is not 0 where relu's is
+        return x.grad.numpy(), seen[0]
+
+    got = run()
+    monkeypatch.setattr(node, "_REUSE_SIZE", 1 << 62)
+    want = run()
     for a, b in zip(got, want):
         _bits(a, b)

@@ -523,14 +523,7 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
                 _retain(node._retain, g, False)
             if F is None or several:
                 F = math_for(False, _array_backend(_first_grad(g)))
-            if k == 1 and g.__class__ is _ndarray and _getrefcount(g) == _SOLE and g.base is None:
-                F.spare = g  # only this walk holds ``g``: the formula may write its result into it
-                try:
-                    grads = node.apply(g, F, False)
-                finally:
-                    F.spare = None
-            else:
-                grads = node.apply(g, F, False)
+            grads = node.apply(g, F, False)
             g = None
             if not retain_graph and node._live:  # free saved values (Node._release, inlined)
                 node._live = False
@@ -662,8 +655,10 @@ def _walk_general(ready, buffers, deps, retain_graph: bool, create_graph: bool, 
                     F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
                 if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
                     _GRAD.formula = True
+                held = g if hooked else None  # posthooks read g: held, no formula may reuse it (node.py)
                 grads = node.apply(g, F, create_graph) if not anomaly else \
                     _apply_anomalous(node, g, F, create_graph)
+                held = None
                 if create_graph:
                     _GRAD.formula = False
                 if hooked:
@@ -717,7 +712,6 @@ _ndarray = type(NUMPY.xp.empty(0))
 _HOOKED_ANY = _NODE_HOOKS.data  # the weak table's dict: an emptiness test in C, per node
 _getrefcount = _sys.getrefcount
 _OWNED = 3  # references to a gradient buffer only the walk holds: the dict, ``prev``, getrefcount's argument
-_SOLE = 2  # to a gradient the walk has taken out of the dict to run its node: ``g``, getrefcount's argument
 
 
 def _backend_of(node, g, fallback):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math as _math
 
 from ..autograd.engine import use_formula_math
-from ..backend import NUMPY as _NUMPY, array_mean, array_sum
+from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
 from ..backend.rows import by_rows
 from ..limits import check_flops
 
@@ -26,7 +26,6 @@ _SMALL_EXPAND = 4096
 
 _ADD = _NUMPY.xp.add.reduce
 _subtract = _NUMPY.xp.subtract
-_multiply = _NUMPY.xp.multiply
 _exp = _NUMPY.xp.exp
 _where = _NUMPY.xp.where
 _bitwise_and = _NUMPY.xp.bitwise_and
@@ -35,6 +34,8 @@ _int8 = _NUMPY.xp.int8
 _INTS = {2: _NUMPY.xp.int16, 4: _NUMPY.xp.int32, 8: _NUMPY.xp.int64}  # a float's bits, by its size
 # From this many elements threshold_backward zeroes by bits (_zero_where) rather than np.where.
 _ZERO_BY_BITS = 4096
+# From this many operations a backward matrix product copies a broadcast operand itself (ArrayMath.mm).
+_BLAS_COPY_FLOPS = 1 << 20
 
 
 def _fresh_pair(grad, y):
@@ -70,28 +71,6 @@ def _axes_of(shape, target):
     return axes, keep
 
 
-def _softmax_grad_into(out, grad, y, dim):
-    """y * (grad - sum(grad * y)) on NumPy arrays, in ``out`` (None: a new array)."""
-    out = _multiply(grad, y, out)
-    _subtract(grad, _ADD(out, dim, None, None, True), out)
-    out *= y
-    return out
-
-
-def _softmax_grad_in_place(out, grad, y, dim):
-    """_softmax_grad_into's operations with ``out`` grad itself: grad * y in a buffer of its own."""
-    out = _subtract(grad, _ADD(grad * y, dim, None, None, True), out)
-    out *= y
-    return out
-
-
-def _log_softmax_grad_into(out, grad, y, dim):
-    """grad - exp(y) * sum(grad) on NumPy arrays, in ``out`` (None: a new array)."""
-    out = _exp(y, out)
-    out *= _ADD(grad, dim, None, None, True)
-    return _subtract(grad, out, out)
-
-
 def _zero_where(cond, a, out=None):
     """``np.where(cond, 0, a)`` for a float array ``a`` and a new bool array ``cond`` (overwritten),
     by a's bits: ANDed with all ones where ``cond`` is False, with zeros (+0.0) where it is True;
@@ -104,19 +83,13 @@ def _zero_where(cond, a, out=None):
     return _bitwise_and(a.view(ints), mask, None if out is None else out.view(ints)).view(a.dtype)
 
 
-def _log_softmax_grad_in_place(out, grad, y, dim):
-    """_log_softmax_grad_into's operations with ``out`` grad itself: exp(y) in a buffer of its own."""
-    e = _exp(y)
-    e *= _ADD(grad, dim, None, None, True)
-    return _subtract(grad, e, out)
-
-
 class ArrayMath:
     """Formula functions on plain arrays of one backend."""
 
     differentiable = False
-    # The gradient a one-input node's formula runs on when nothing else holds it (a NumPy array, set
-    # by the engine's plain walk around the formula): a formula may write its result into it.
+    # The gradient a one-input node declared ``reuses_grad`` runs its formula on, when nothing else
+    # holds it (a large NumPy array, set around the formula by node._apply_1_reusing): the formula
+    # may write its result into it.
     spare = None
 
     def __init__(self, backend):
@@ -147,17 +120,27 @@ class ArrayMath:
         return self.xp.where(x <= t, self.xp.zeros_like(grad), grad)
 
     def softmax_backward(self, grad, y, dim):
-        if _fresh_pair(grad, y):  # the same operations, in one new array (or in grad, when spare)
-            if grad is self.spare:
-                return by_rows(_softmax_grad_in_place, dim, y.shape, grad, y, out=grad)
-            return by_rows(_softmax_grad_into, dim, y.shape, grad, y)
+        if _fresh_pair(grad, y):  # the same operations, in one new array
+            if grad.size >= _rows.MIN_ELEMENTS:  # by blocks of rows (into grad, if spare), each as below
+                out = by_rows(self.softmax_backward, dim, y.shape, grad, y, out=grad if grad is self.spare else None)
+                if out is not None:
+                    return out
+            out = grad * y
+            _subtract(grad, _ADD(out, dim, None, None, True), out)
+            out *= y
+            return out
         return y * (grad - array_sum(self.xp, grad * y, dim, True))
 
     def log_softmax_backward(self, grad, y, dim):
         if _fresh_pair(grad, y):
-            if grad is self.spare:
-                return by_rows(_log_softmax_grad_in_place, dim, y.shape, grad, y, out=grad)
-            return by_rows(_log_softmax_grad_into, dim, y.shape, grad, y)
+            if grad.size >= _rows.MIN_ELEMENTS:
+                out = by_rows(self.log_softmax_backward, dim, y.shape, grad, y,
+                              out=grad if grad is self.spare else None)
+                if out is not None:
+                    return out
+            out = _exp(y)
+            out *= _ADD(grad, dim, None, None, True)
+            return _subtract(grad, out, out)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
@@ -279,8 +262,9 @@ class ArrayMath:
     # The backward's products are estimated against --timeout like the forward's (one C call cannot
     # be interrupted): the gradient of ``a @ b`` is two more products of the same size.
     def mm(self, a, b):
-        check_flops(2 * a.shape[0] * a.shape[1] * b.shape[-1], "this matrix product (in backward)")
-        if a.__class__ is _ndarray:
+        flops = 2 * a.shape[0] * a.shape[1] * b.shape[-1]
+        check_flops(flops, "this matrix product (in backward)")
+        if flops >= _BLAS_COPY_FLOPS and a.__class__ is _ndarray:
             # a broadcast (mean's or sum's gradient) has a zero stride, which BLAS cannot take: NumPy
             # copies it then, but more slowly than this (6 ms of a 40 ms product of 2048 x 1024)
             if 0 in a.strides:

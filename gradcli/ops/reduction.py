@@ -8,10 +8,11 @@ they run on arrays and, under ``create_graph``, on tensors alike.
 from __future__ import annotations
 
 import builtins as _builtins
+from functools import partial as _partial
 
 import numpy as _np
 
-from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
+from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
 from ..backend.rows import by_rows
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -28,8 +29,6 @@ _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
 _exp = _np.exp
 _log = _np.log
-_subtract = _np.subtract
-_isfinite = _np.isfinite
 _sqrt = _np.sqrt
 
 
@@ -241,7 +240,14 @@ def logsumexp_backward(F, grad, self, result, dim, keepdim):
         if not keepdim:
             kept = _kept_shape(self.shape, dim)
             result, grad = result.reshape(kept), grad.reshape(kept)
-        return by_rows(_logsumexp_grad_into, dim, self.shape, self, result, grad)
+        if self.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(logsumexp_backward, F, keepdim=True), dim, self.shape, grad, self, result)
+            if out is not None:
+                return out
+        out = self - result
+        _exp(out, out)
+        out *= grad
+        return out
     sizes = tuple(self.shape)
     return sum_backward(F, grad, sizes, dim, keepdim) * F.exp(self - _keep(F, result, sizes, dim, keepdim))
 
@@ -254,18 +260,22 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
 
 # -- forwards the nodes below name -----------------------------------------------------------------
 
-def _logsumexp_grad_into(out, self, result, grad, dim):
-    """exp(self - result) * grad, in ``out`` (None: a new array)."""
-    out = _subtract(self, result, out)
-    _exp(out, out)
-    out *= grad
-    return out
-
-
 def _logsumexp(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.ndim and x.size:
-        out = by_rows(_logsumexp_into, dim, _kept_shape(x.shape, dim), x)
-        return out if keepdim else out.reshape(_without(out.shape, dim))
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through this function (a row's
+            # infinite max is shifted by 0 in its block as in the whole array)
+            out = by_rows(_partial(_logsumexp, xp, keepdim=True), dim, _kept_shape(x.shape, dim), x)
+            if out is not None:
+                return out if keepdim else out.reshape(_without(out.shape, dim))
+        m = _MAX(x, dim, None, None, True)
+        total = float(_ADD(m, None))
+        if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
+            e = x - m
+            _exp(e, e)
+            out = _ADD(e, dim, None, None, True)
+            _log(out, out)
+            out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
+            return out if keepdim else out.reshape(_without(out.shape, dim))
     if x.size == 0:  # an empty sum: log(0) = -inf, as torch (numpy's max of nothing raises)
         out = xp.full(tuple(1 if i in dim else s for i, s in enumerate(x.shape)), -xp.inf, dtype=x.dtype)
         return out if keepdim else xp.reshape(out, _without(out.shape, dim))
@@ -278,20 +288,6 @@ def _logsumexp(xp, x, dim, keepdim):
     return out
 
 
-def _logsumexp_into(out, x, dim):
-    """log(sum(exp(x - m))) + m over ``dim``, kept, in ``out`` (None: a new array): the general
-    path's operations in its order, m the max, or 0 where the max is infinite or NaN."""
-    m = _MAX(x, dim, None, None, True)
-    total = float(_ADD(m, None))
-    if total - total != 0:  # an inf or nan among the maxima (or their sum overflows: the shift stays)
-        m = _np.where(_isfinite(m), m, m.dtype.type(0))
-    e = x - m
-    _exp(e, e)
-    out = _log(_ADD(e, dim, None, None, True), out)
-    out += m
-    return out
-
-
 def _without(shape, dim):
     """``shape`` without the dims ``dim`` (a tuple): a keepdim=False result's shape."""
     return tuple(s for i, s in enumerate(shape) if i not in dim)
@@ -301,7 +297,14 @@ def _softmax(xp, x, dim):
     """exp(x - max) / sum(exp(x - max)) along ``dim`` (torch's kernel: NaN for a row whose max is
     infinite); a NumPy array's in place, 5 ufunc calls and one new array."""
     if x.__class__ is _ndarray and x.ndim and x.size:
-        return by_rows(_softmax_into, dim, x.shape, x)
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(_softmax, xp), dim, x.shape, x)
+            if out is not None:
+                return out
+        e = x - _MAX(x, dim, None, None, True)
+        _exp(e, e)
+        e /= _ADD(e, dim, None, None, True)
+        return e
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
     e = xp.exp(x - array_max(xp, x, dim, True))
@@ -312,28 +315,19 @@ def _log_softmax(xp, x, dim):
     """(x - max) - log(sum(exp(x - max))) along ``dim``: torch's kernel operation for operation (a
     row holding +inf or NaN is all NaN there, and here)."""
     if x.__class__ is _ndarray and x.ndim and x.size:
-        return by_rows(_log_softmax_into, dim, x.shape, x)
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(_log_softmax, xp), dim, x.shape, x)
+            if out is not None:
+                return out
+        d = x - _MAX(x, dim, None, None, True)
+        s = _ADD(_exp(d), dim, None, None, True)
+        _log(s, s)
+        d -= s
+        return d
     if x.size == 0:
         return xp.asarray(x, copy=True)
     d = x - array_max(xp, x, dim, True)
     return d - xp.log(array_sum(xp, xp.exp(d), dim, True))
-
-
-def _softmax_into(e, x, dim):
-    """softmax's operations on a NumPy array, in ``e`` (None: a new array)."""
-    e = _subtract(x, _MAX(x, dim, None, None, True), e)
-    _exp(e, e)
-    e /= _ADD(e, dim, None, None, True)
-    return e
-
-
-def _log_softmax_into(d, x, dim):
-    """log_softmax's operations on a NumPy array, in ``d`` (None: a new array)."""
-    d = _subtract(x, _MAX(x, dim, None, None, True), d)
-    s = _ADD(_exp(d), dim, None, None, True)
-    _log(s, s)
-    d -= s
-    return d
 
 
 def _var(xp, x, dim, correction, keepdim, root=False):
@@ -435,10 +429,10 @@ LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  forward=_logsumexp)
 SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
                                self="F.softmax_backward(grad, result, dim)",
-                               forward=_softmax)
+                               forward=_softmax, reuses_grad=True)
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
                                   self="F.log_softmax_backward(grad, result, dim)",
-                                  forward=_log_softmax)
+                                  forward=_log_softmax, reuses_grad=True)
 # torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
 # are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
 SoftmaxBackwardDataBackward0 = define_node(

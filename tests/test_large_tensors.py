@@ -153,6 +153,7 @@ def test_relu_backward_by_bits_is_where_bit_for_bit(dtype):
             got = AM.threshold_backward(gs, xs, t)
             want = np.where(xs <= t, 0, gs)
             assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.base is None  # its own memory, as np.where's: a leaf's .grad takes it, uncopied
             ints = {2: np.int16, 4: np.int32, 8: np.int64}[want.dtype.itemsize]
             assert np.array_equal(got.view(ints), want.view(ints))  # NaN payloads and signs too
     strided = AM.threshold_backward(grad.reshape(96, 128).T, x.reshape(96, 128).T, 0)

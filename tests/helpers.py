@@ -78,6 +78,18 @@ def gradcheck(fn, *inputs, eps=1e-6, atol=1e-6, rtol=1e-5, seed=0):
     return True
 
 
+def same_bits(a, b, nan_signs: bool = True) -> None:
+    """Equal bit for bit (NaNs equal to NaNs), same dtype and shape; ``nan_signs=False``: a NaN's
+    sign bit aside (no op shows it, and NumPy's loops set it by operand order)."""
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a, b, equal_nan=True)
+    if nan_signs:
+        assert np.array_equal(np.signbit(a), np.signbit(b))
+    else:
+        assert np.array_equal(np.signbit(a) & (a == a), np.signbit(b) & (b == b))
+
+
 def leaf(array, requires_grad=True):
     """A float64 leaf (what gradcheck wants) from anything numpy can read."""
     return gc.tensor(np.asarray(array, dtype=np.float64).tolist(), dtype=gc.float64, requires_grad=requires_grad)

@@ -13,6 +13,7 @@ import gradcli as gc
 from gradcli.backend import NUMPY
 from gradcli.ops import FUNCTIONS, nn_functional as NF, pointwise as PW, reduction as R
 from gradcli.ops.formulas import ArrayMath
+from helpers import same_bits as _bits
 
 xp = NUMPY.xp
 AM = ArrayMath(NUMPY)
@@ -28,14 +29,6 @@ def _arrays():
         out.append(rng.standard_normal((2, 3, 4)).astype(dtype))
         out.append(np.array(SPECIAL, dtype).reshape(2, 5))
     return out
-
-
-def _bits(a, b):
-    """Equal bit for bit (NaNs equal to NaNs), same dtype and shape."""
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == b.dtype and a.shape == b.shape
-    assert np.array_equal(a, b, equal_nan=True)
-    assert np.array_equal(np.signbit(a), np.signbit(b))
 
 
 # -- the same operations as the general forms -------------------------------------------------------

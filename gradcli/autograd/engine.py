@@ -655,8 +655,10 @@ def _walk_general(ready, buffers, deps, retain_graph: bool, create_graph: bool, 
                     F = math_for(create_graph, _backend_of(node, _first_grad(g), backend))
                 if create_graph:  # torch's Scalar overloads inside formulas (False otherwise)
                     _GRAD.formula = True
+                held = g if hooked else None  # posthooks read g: held, no formula may reuse it (node.py)
                 grads = node.apply(g, F, create_graph) if not anomaly else \
                     _apply_anomalous(node, g, F, create_graph)
+                held = None
                 if create_graph:
                     _GRAD.formula = False
                 if hooked:

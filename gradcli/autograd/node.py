@@ -22,8 +22,10 @@ from __future__ import annotations
 import itertools
 import linecache
 import re
+import sys as _sys
 import weakref
 
+from ..backend import NUMPY as _NUMPY
 from ..errors import AutogradError
 from .tensor import Detached, Tensor, inference_saved
 
@@ -281,11 +283,13 @@ class RemovableHandle:
 
 
 def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = False,
-                forward=None, doc: str = "", **derivatives: str) -> type:
+                forward=None, doc: str = "", reuses_grad: bool = False, **derivatives: str) -> type:
     """Create the node class ``name`` with one derivative formula per input.
 
     ``derivatives`` maps input names to formula text; an input without a formula
-    (or with ``"non_differentiable"``) receives no gradient.
+    (or with ``"non_differentiable"``) receives no gradient. ``reuses_grad``: the formula of a
+    one-input node may write its result into the gradient it runs on, when nothing else holds
+    that (``F.spare``, set by ``_apply_1_reusing``).
     """
     params = ["F", "grad", *inputs, "result", *(f"{i}_sizes" for i in inputs), *attrs]
     specs, texts, used, uses = [], [], set(), []
@@ -318,7 +322,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "broadcasts": broadcasts,
         "_uses": tuple(uses),
         "_arity": k,
-        "apply": _APPLY.get(k, _apply_n),
+        "apply": _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n),
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
     # recording fast path: (save input 0, save input 1, save result) for up to two inputs.
@@ -395,6 +399,26 @@ def _apply_1(node, grad, F, differentiable):
     if node.broadcasts and shapes is not None and g0 is not None and g0.shape != z0:
         g0 = F.sum_to(g0, z0)
     return (g0,)
+
+
+def _apply_1_reusing(node, grad, F, differentiable):
+    """_apply_1, with ``grad`` lent to the formula (``F.spare``) when it is a large NumPy array that
+    only the backward's walk holds: the references are then the walk's, this function's and
+    getrefcount's argument (a tensor, a view, another node's pending gradient, a hook's argument,
+    the walk's capture would each add one)."""
+    if not differentiable and grad.__class__ is _ndarray and grad.size >= _REUSE_SIZE \
+            and _getrefcount(grad) == 3 and grad.base is None:
+        F.spare = grad
+        try:
+            return _apply_1(node, grad, F, differentiable)
+        finally:
+            F.spare = None
+    return _apply_1(node, grad, F, differentiable)
+
+
+_REUSE_SIZE = 4096  # a smaller gradient is not lent: no formula saves anything on it
+_ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: the ones a formula may write into
+_getrefcount = _sys.getrefcount
 
 
 def _apply_2(node, grad, F, differentiable):

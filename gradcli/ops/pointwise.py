@@ -280,11 +280,12 @@ def square(input):
 
 # -- unary math ------------------------------------------------------------------------------
 
-def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",), inplace=True):
+def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",), inplace=True,
+           reuses_grad=False):
     """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
-    derivative ``formula`` of ``self``) and its function, which computes in the default float
-    dtype unless ``keep_int``."""
-    cls = define_node(grad_fn, forward=forward, self=formula)
+    derivative ``formula`` of ``self``, ``reuses_grad`` as define_node's) and its function, which
+    computes in the default float dtype unless ``keep_int``."""
+    cls = define_node(grad_fn, forward=forward, self=formula, reuses_grad=reuses_grad)
 
     def unary_op(input):
         if input.__class__ is not Tensor:
@@ -342,7 +343,8 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", _sigmoid, "F.sigmoid_backward(gr
                   "Logistic sigmoid 1 / (1 + e**-x).", namespaces=("torch", "torch.nn.functional"))
 # relu(nan) is nan and passes the gradient (torch's threshold_backward zeroes only where result <= 0)
 relu = _unary("relu", "ReluBackward0", _relu,
-              "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True, namespaces=("torch", "torch.nn.functional"))
+              "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True, namespaces=("torch", "torch.nn.functional"),
+              reuses_grad=True)
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * (result * result)", "1 / x.")
 SignBackward0 = define_node(
     "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0

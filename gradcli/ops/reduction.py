@@ -8,10 +8,12 @@ they run on arrays and, under ``create_graph``, on tensors alike.
 from __future__ import annotations
 
 import builtins as _builtins
+from functools import partial as _partial
 
 import numpy as _np
 
-from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt
+from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
+from ..backend.rows import by_rows
 from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
@@ -238,6 +240,10 @@ def logsumexp_backward(F, grad, self, result, dim, keepdim):
         if not keepdim:
             kept = _kept_shape(self.shape, dim)
             result, grad = result.reshape(kept), grad.reshape(kept)
+        if self.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(logsumexp_backward, F, keepdim=True), dim, self.shape, grad, self, result)
+            if out is not None:
+                return out
         out = self - result
         _exp(out, out)
         out *= grad
@@ -256,6 +262,11 @@ formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, 
 
 def _logsumexp(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.ndim and x.size:
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through this function (a row's
+            # infinite max is shifted by 0 in its block as in the whole array)
+            out = by_rows(_partial(_logsumexp, xp, keepdim=True), dim, _kept_shape(x.shape, dim), x)
+            if out is not None:
+                return out if keepdim else out.reshape(_without(out.shape, dim))
         m = _MAX(x, dim, None, None, True)
         total = float(_ADD(m, None))
         if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
@@ -286,6 +297,10 @@ def _softmax(xp, x, dim):
     """exp(x - max) / sum(exp(x - max)) along ``dim`` (torch's kernel: NaN for a row whose max is
     infinite); a NumPy array's in place, 5 ufunc calls and one new array."""
     if x.__class__ is _ndarray and x.ndim and x.size:
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(_softmax, xp), dim, x.shape, x)
+            if out is not None:
+                return out
         e = x - _MAX(x, dim, None, None, True)
         _exp(e, e)
         e /= _ADD(e, dim, None, None, True)
@@ -300,6 +315,10 @@ def _log_softmax(xp, x, dim):
     """(x - max) - log(sum(exp(x - max))) along ``dim``: torch's kernel operation for operation (a
     row holding +inf or NaN is all NaN there, and here)."""
     if x.__class__ is _ndarray and x.ndim and x.size:
+        if x.size >= _rows.MIN_ELEMENTS:  # by blocks of rows, each through the lines below
+            out = by_rows(_partial(_log_softmax, xp), dim, x.shape, x)
+            if out is not None:
+                return out
         d = x - _MAX(x, dim, None, None, True)
         s = _ADD(_exp(d), dim, None, None, True)
         _log(s, s)
@@ -410,10 +429,10 @@ LogsumexpBackward0 = define_node("LogsumexpBackward0", attrs=("dim", "keepdim"),
                                  forward=_logsumexp)
 SoftmaxBackward0 = define_node("SoftmaxBackward0", attrs=("dim",),
                                self="F.softmax_backward(grad, result, dim)",
-                               forward=_softmax)
+                               forward=_softmax, reuses_grad=True)
 LogSoftmaxBackward0 = define_node("LogSoftmaxBackward0", attrs=("dim",),
                                   self="F.log_softmax_backward(grad, result, dim)",
-                                  forward=_log_softmax)
+                                  forward=_log_softmax, reuses_grad=True)
 # torch's fused _softmax_backward_data / _log_softmax_backward_data, recorded when those gradients
 # are differentiated again (create_graph), with derivatives.yaml's formulas for both inputs.
 SoftmaxBackwardDataBackward0 = define_node(

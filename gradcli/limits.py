@@ -199,15 +199,16 @@ class _Deadline:
     """``--timeout``'s state, shared by the alarm (:mod:`gradcli.cli.interrupts`), the evaluator and
     the engine. The alarm fires once and sets ``expired``; it raises only while the run is
     ``live`` (a signal handler's exception raised inside a finalizer is printed and dropped, so
-    :func:`poll`, called at each statement, call and backward node, raises it again). Once a
+    :func:`poll`, called at each statement, call and backward node, raises it again); a Ctrl-C
+    while live sets ``interrupted`` and ``expired`` both, and the poll raises KeyboardInterrupt. Once a
     command starts writing its output it clears ``live``: from then on neither the alarm nor a
     poll raises, so the output (variables, the error's line) is written in full, once. ``at`` is
     the deadline on ``time.monotonic()`` (None: none), for estimates of long single calls."""
 
-    __slots__ = ("expired", "live", "at", "seconds", "hold")
+    __slots__ = ("expired", "interrupted", "live", "at", "seconds", "hold")
 
     def __init__(self):
-        self.expired = self.live = False
+        self.expired = self.interrupted = self.live = False
         self.at = self.seconds = None
         self.hold = None  # called by settle(): the CLI stops the alarm and holds SIGINT back there
 
@@ -221,8 +222,11 @@ def timeout_error() -> LimitError:
 
 
 def poll() -> None:
-    """Raise the timeout's LimitError if the deadline passed while the run is live."""
+    """Raise the timeout's LimitError if the deadline passed while the run is live, or
+    KeyboardInterrupt if a Ctrl-C came (its handler's own exception may have been swallowed)."""
     if DEADLINE.expired and DEADLINE.live:
+        if DEADLINE.interrupted:
+            raise KeyboardInterrupt
         raise timeout_error()
 
 

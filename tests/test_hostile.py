@@ -290,6 +290,33 @@ def test_a_swallowed_alarm_is_raised_again_at_the_next_statement():
     assert result.error.line == 1
 
 
+
+def test_a_ctrl_c_swallowed_by_a_finalizer_still_interrupts_and_is_not_reported(capsys):
+    # SIGINT landing while a finalizer runs (an array counted against --max-memory being freed): Python
+    # reports the handler's KeyboardInterrupt as "Exception ignored in: <finalize object ...>" and
+    # drops it, and the run went on (minutes, in test_ctrl_c_exits_130_quietly_with_one_document).
+    # Now the next statement raises it again, and the report is not printed.
+    import weakref
+    from gradcli import limits
+    from gradcli.cli import interrupts
+    from gradcli.lang import parser
+    from gradcli.lang.evaluator import Evaluator
+
+    class Held:
+        pass
+
+    held = Held()
+    weakref.finalize(held, interrupts._on_sigint, signal.SIGINT, None)
+    try:
+        with interrupts.guarded(None):
+            del held  # the handler raises inside the finalizer
+            with pytest.raises(KeyboardInterrupt):
+                Evaluator().run(parser.parse("a = 1\nb = 2"))
+    finally:
+        limits.DEADLINE.expired = limits.DEADLINE.interrupted = limits.DEADLINE.live = False
+        interrupts.STATE.interrupted = False
+    assert capsys.readouterr().err == ""
+
 # -- 7: SIGINT --------------------------------------------------------------------------------------
 
 # long enough (minutes) that every Ctrl-C below lands while it runs, however fast the machine

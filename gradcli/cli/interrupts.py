@@ -4,8 +4,9 @@ Both raise only while the run is *live* (:data:`gradcli.limits.DEADLINE`): from 
 command until it begins to write its output (:func:`gradcli.limits.settle`, which calls
 :func:`hold`). Then the alarm is stopped and SIGINT is held back (blocked, left pending), so a
 document that has started is finished whole, and the process then exits 130. The alarm is one-shot (``setitimer`` with no interval); should its
-exception be swallowed (raised inside a finalizer), the evaluator's and engine's polls of
-``DEADLINE.expired`` raise it again. Leaving the block first marks the run over, then stops the
+exception or a Ctrl-C's be swallowed (raised inside a finalizer, which Python reports as
+"Exception ignored" and drops), the evaluator's and engine's polls of ``DEADLINE.expired`` raise
+it again, and the report is not printed. Leaving the block first marks the run over, then stops the
 timer, then restores the old handlers (``signal.signal`` runs any pending Python-level handler
 first, which is then our inert one), so no alarm can fire in teardown.
 """
@@ -13,6 +14,7 @@ first, which is then our inert one), so no alarm can fire in teardown.
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 
@@ -32,13 +34,30 @@ STATE = _State()
 def _on_alarm(signum, frame):
     DEADLINE.expired = True
     if DEADLINE.live:
-        raise timeout_error()
+        raise _ours(timeout_error())
 
 
 def _on_sigint(signum, frame):
     STATE.interrupted = True
     if DEADLINE.live:
-        raise KeyboardInterrupt
+        DEADLINE.interrupted = DEADLINE.expired = True  # for the polls, should this be swallowed
+        raise _ours(KeyboardInterrupt())
+
+
+def _ours(exc: BaseException) -> BaseException:
+    exc.gradcli_signal = True  # see _unraisable
+    return exc
+
+
+def _unraisable(unraisable) -> None:
+    """``sys.unraisablehook`` while a command runs: an exception our handlers raised inside a
+    finalizer (where Python cannot propagate it) is not reported, since the next poll raises it
+    again; anything else goes to the hook that was there before."""
+    if not getattr(unraisable.exc_value, "gradcli_signal", False):
+        _HOOKS[-1](unraisable)
+
+
+_HOOKS: list = []  # the unraisable hooks that guarded replaced, innermost last
 
 
 def _main_thread() -> bool:
@@ -99,7 +118,9 @@ class guarded:
         self._old_alarm = None
 
     def __enter__(self):
-        DEADLINE.expired = False
+        DEADLINE.expired = DEADLINE.interrupted = False
+        _HOOKS.append(sys.unraisablehook)
+        sys.unraisablehook = _unraisable
         DEADLINE.seconds = self.seconds or None
         DEADLINE.at = time.monotonic() + self.seconds if self.seconds else None
         DEADLINE.live = True
@@ -115,6 +136,7 @@ class guarded:
             signal.signal(signal.SIGALRM, self._old_alarm)
             self._old_alarm = None
         DEADLINE.at = None
+        sys.unraisablehook = _HOOKS.pop()
         if DEADLINE.hold is not None:  # under the CLI: what follows is output (an error's report)
             DEADLINE.hold()
         return False

@@ -329,7 +329,9 @@ class Evaluator(Statements):
                     yield from self._block_statement(stmt, scope, frames, frame)
                     continue
                 # a simple statement (inline: this is the evaluator's most frequent path)
-                if DEADLINE.expired and DEADLINE.live:  # --timeout: its alarm's exception may have been swallowed
+                if DEADLINE.expired and DEADLINE.live:  # --timeout or Ctrl-C: the signal's exception may have been swallowed
+                    if DEADLINE.interrupted:
+                        raise KeyboardInterrupt
                     raise timeout_error().at(stmt.line, stmt.column)
                 top = frame[4]
                 observed = scope is None and self.observers

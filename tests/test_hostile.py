@@ -324,11 +324,26 @@ LONG = "x = ones(300, 300, requires_grad=True)\n" + "y = (x @ x).tanh().sum()\n"
     "for i in range(1000000):\n    y = (x @ x).tanh().sum()\n"
 
 
+def _foreground_sigint():
+    """``preexec_fn``: SIGINT as a terminal's foreground job has it (its default action, not blocked),
+    whatever this test run inherited: a CI runner, or ``pytest ... &`` in a script, may start the
+    tests with SIGINT ignored, and a child inherits that (gradcli then rightly leaves it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _blocked_sigint():
+    """``preexec_fn``: a foreground SIGINT, held back (``env --block-signal=INT``)."""
+    _foreground_sigint()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 @pytest.mark.parametrize("after", [0.3, 0.7, 1.5])
 @pytest.mark.parametrize("json_flag", [[], ["--json"]])
 def test_ctrl_c_exits_130_quietly_with_one_document(after, json_flag):
     p = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", LONG, *json_flag], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env(), cwd=ROOT)
+                         stderr=subprocess.PIPE, text=True, env=env(), cwd=ROOT, preexec_fn=_foreground_sigint)
     time.sleep(after)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
@@ -349,7 +364,7 @@ def test_ctrl_c_while_gradcli_is_being_imported_exits_130_quietly(json_flag):
     code = ("import sys; sys.argv = ['/usr/bin/gradcli', 'eval', 'x = 1', *sys.argv[1:]]; import gradcli, os, signal; "
             "os.kill(os.getpid(), signal.SIGINT); import time; time.sleep(5); print('not interrupted')")
     proc = subprocess.run([sys.executable, "-c", code, *json_flag], capture_output=True, text=True, env=env(),
-                          cwd=ROOT, timeout=60)
+                          cwd=ROOT, timeout=60, preexec_fn=_foreground_sigint)
     assert (proc.returncode, proc.stderr) == (130, "interrupted\n")
     if json_flag:
         assert json.loads(proc.stdout)["error"] == {"kind": "interrupted", "message": "interrupted", "line": None,
@@ -379,7 +394,7 @@ def test_a_sigint_held_back_by_the_parent_through_start_up_is_taken_at_once(json
     # takes it as soon as its handler is in place -- exit 130 before the program runs, not after it
     p = subprocess.Popen([sys.executable, "-m", "gradcli", "eval", "print('ran')", *json_flag],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(), cwd=ROOT,
-                         preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}))
+                         preexec_fn=_blocked_sigint)
     p.send_signal(signal.SIGINT)  # at once: the process is still starting, with SIGINT blocked
     out, err = p.communicate(timeout=120)
     assert (p.returncode, err) == (130, "interrupted\n")
@@ -689,7 +704,7 @@ def _slow_reader(args, signal_after=None, read_after=1.5):
     """Run gradcli with nobody reading its stdout for ``read_after`` s (its write blocks on the full
     pipe), sending SIGINT after ``signal_after`` s; (returncode, stdout, stderr)."""
     p = subprocess.Popen([sys.executable, "-m", "gradcli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=env(), cwd=ROOT)
+                         env=env(), cwd=ROOT, preexec_fn=_foreground_sigint)
     if signal_after is not None:
         time.sleep(signal_after)
         p.send_signal(signal.SIGINT)

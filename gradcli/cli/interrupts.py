@@ -13,6 +13,7 @@ first, which is then our inert one), so no alarm can fire in teardown.
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -49,15 +50,12 @@ def _ours(exc: BaseException) -> BaseException:
     return exc
 
 
-def _unraisable(unraisable) -> None:
-    """``sys.unraisablehook`` while a command runs: an exception our handlers raised inside a
-    finalizer (where Python cannot propagate it) is not reported, since the next poll raises it
-    again; anything else goes to the hook that was there before."""
+def _unraisable(previous, unraisable) -> None:
+    """``sys.unraisablehook`` while a command runs (``previous`` bound: the hook it replaced): an
+    exception our handlers raised inside a finalizer (where Python cannot propagate it) is not
+    reported, since the next poll raises it again; anything else goes to ``previous``."""
     if not getattr(unraisable.exc_value, "gradcli_signal", False):
-        _HOOKS[-1](unraisable)
-
-
-_HOOKS: list = []  # the unraisable hooks that guarded replaced, innermost last
+        previous(unraisable)
 
 
 def _main_thread() -> bool:
@@ -115,12 +113,12 @@ class guarded:
 
     def __init__(self, seconds):
         self.seconds = seconds or 0.0
-        self._old_alarm = None
+        self._old_alarm = self._old_hook = None
 
     def __enter__(self):
         DEADLINE.expired = DEADLINE.interrupted = False
-        _HOOKS.append(sys.unraisablehook)
-        sys.unraisablehook = _unraisable
+        self._old_hook = sys.unraisablehook
+        sys.unraisablehook = functools.partial(_unraisable, self._old_hook)
         DEADLINE.seconds = self.seconds or None
         DEADLINE.at = time.monotonic() + self.seconds if self.seconds else None
         DEADLINE.live = True
@@ -136,7 +134,7 @@ class guarded:
             signal.signal(signal.SIGALRM, self._old_alarm)
             self._old_alarm = None
         DEADLINE.at = None
-        sys.unraisablehook = _HOOKS.pop()
+        sys.unraisablehook = self._old_hook
         if DEADLINE.hold is not None:  # under the CLI: what follows is output (an error's report)
             DEADLINE.hold()
         return False

@@ -320,8 +320,6 @@ NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name f
 
 
 
-_MIN_REDUCE = _np.minimum.reduce
-_MAX_REDUCE = _np.maximum.reduce
 _ADD_REDUCE = _np.add.reduce
 _INT64 = _np.dtype("int64")
 _ndarray = _np.ndarray
@@ -358,7 +356,7 @@ def _greatest(a):
 
 def _usual_call(data, t, ignore_index, reduction):
     """NllLossBackward0's attributes for nll_loss's usual call -- (N, C) float logits on NumPy,
-    (N,) int64 classes, no weight, a negative ignore_index -- checked with one reduction: no
+    (N,) int64 classes, no weight, a negative ignore_index -- checked by the targets' least element: no
     target negative means none is ignored and every row picks. (A target >= C makes NumPy's
     indexing in the forward raise IndexError before any node is recorded: the general path then
     says which target.) None for any other call."""

@@ -25,9 +25,8 @@ import re
 import sys as _sys
 import weakref
 
-from ..backend import NUMPY as _NUMPY
 from ..errors import AutogradError
-from .tensor import Detached, Tensor, inference_saved
+from .tensor import Detached, Tensor, _ndarray_type, inference_saved
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -417,7 +416,7 @@ def _apply_1_reusing(node, grad, F, differentiable):
 
 
 _REUSE_SIZE = 4096  # a smaller gradient is not lent: no formula saves anything on it
-_ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: the ones a formula may write into
+_ndarray = _ndarray_type  # NumPy arrays: the ones a formula may write into
 _getrefcount = _sys.getrefcount
 
 

@@ -8,6 +8,10 @@ np.where's; a matrix product of a broadcast gradient is NumPy's."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -111,6 +115,45 @@ def test_other_dims_and_layouts_are_left_to_the_caller(monkeypatch):
     assert not calls
     out = rows.by_rows(fn, 1, x.shape, x)
     assert calls == [(1, 4)] * 6 and out.shape == x.shape and np.array_equal(out, np.exp(x))
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("1", 1), ("3", 3), ("4,2", 4), (" 2 ", 2), ("0003", 3),
+    ("0", None), ("", None), ("-2", None), ("1.5", None), ("two", None), ("9" * 5000, None),
+])
+def test_omp_num_threads_sets_how_many_threads_share_the_blocks(value, expected):
+    """OMP_NUM_THREADS, as torch and OpenBLAS read it (the first of a nested list); anything that is
+    not a positive count leaves the default (the cores this process may use, at most 8)."""
+    default = rows.threads({})
+    assert 1 <= default <= 8
+    assert rows.threads({"OMP_NUM_THREADS": value}) == (default if expected is None else expected)
+
+
+def test_on_one_thread_the_blocks_run_in_order_with_no_pool(monkeypatch):
+    monkeypatch.setattr(rows, "THREADS", 1)
+    monkeypatch.setattr(rows, "BLOCK_ELEMENTS", 8)
+    monkeypatch.setattr(rows, "_POOL", [None, None])
+    seen = []
+
+    def fn(x, dim):
+        seen.append(float(x[0, 0]))
+        return x * 2
+
+    x = np.arange(32, dtype=np.float32).reshape(8, 4)
+    assert np.array_equal(rows.by_rows(fn, 1, x.shape, x), x * 2)
+    assert seen == [0.0, 8.0, 16.0, 24.0] and rows._POOL == [None, None]
+
+
+def test_a_run_under_omp_num_threads_1_starts_no_thread_of_ours():
+    code = ("import threading, numpy as np, gradcli\n"
+            "from gradcli.backend import rows\n"
+            "x = gradcli.tensor(np.ones((2048, 1024), np.float32), requires_grad=True)\n"
+            "x.log_softmax(1).sum().backward()\n"
+            "print(rows.THREADS, sorted(t.name for t in threading.enumerate() if t.name.startswith('gradcli')))\n")
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "1 []"
 
 
 def test_an_error_state_set_by_the_caller_holds_on_the_threads(monkeypatch):

@@ -26,7 +26,21 @@ _ndarray = _np.ndarray
 _copyto = _np.copyto
 MIN_ELEMENTS = 1 << 20       # 4 MiB of float32: below this, compute the whole array at once
 BLOCK_ELEMENTS = 1 << 16     # a block's size in elements (256 KiB of float32 per array, in L2 cache)
-THREADS = max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
+
+
+def threads(environ=os.environ) -> int:
+    """How many threads share out the blocks: ``OMP_NUM_THREADS`` where it is set to a positive
+    count (its first, where it lists one per nesting level: ``4,2``), as torch (OpenMP) and NumPy's
+    OpenBLAS take theirs from it, so that ``OMP_NUM_THREADS=1`` keeps a run on one core; else as many
+    as the process may run on, at most 8."""
+    first = environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if first.isdecimal() and len(first) <= 6 and int(first) > 0:
+        return int(first)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+THREADS = threads()
 
 
 def by_rows(fn, dim, shape, *arrays, out=None):
@@ -85,9 +99,11 @@ def _share(fn, views, dim, rows, step) -> None:
             hi = lo + step
             _copyto(out[lo:hi], fn(*[a[lo:hi] for a in arrays], dim))
 
-    pool = _pool()
-    helpers = [pool.submit(contextvars.copy_context().run, work)
-               for _ in range(min(THREADS, (rows + step - 1) // step) - 1)]
+    extra = min(THREADS, (rows + step - 1) // step) - 1
+    helpers = []
+    if extra > 0:  # (on one thread, no pool: the blocks still read their later passes from cache)
+        pool = _pool()
+        helpers = [pool.submit(contextvars.copy_context().run, work) for _ in range(extra)]
     try:
         work()
     finally:

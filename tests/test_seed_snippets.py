@@ -63,7 +63,7 @@ def torch_run(source):
 
 
 def expected(path):
-    golden = SEEDS / "expected" / f"{path.stem}.json"
+    golden = path.parent / "expected" / f"{path.stem}.json"
     if os.environ.get("GRADCLI_REGEN"):
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(json.dumps(torch_run(path.read_text()), indent=1, ensure_ascii=False) + "\n")

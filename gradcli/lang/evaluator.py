@@ -29,6 +29,7 @@ from ..errors import GradcliError, GradNameError, GradSyntaxError, GradTypeError
 from ..limits import (DEADLINE, LIMITS, POLL_STEPS, check_output, poll, poll_memory, start_run,
                       timeout_error)
 from . import modules, sandbox
+from ..ops.inplace import call_with_out, takes_out
 from ..ops.registry import BINARY_OPERATORS
 from .ast import (
     Assign, Attribute, BinOp, BoolOp, Break, Call, Compare, Const, Continue, EllipsisLit, ExprStmt, For,
@@ -719,6 +720,8 @@ class Evaluator(Statements):
             if obj.__class__ is Module:  # torch.ones(2), F.relu(x)
                 return self._call_value(modules.member(obj, name), args[1:], kwargs, n)
             fn = TENSOR_METHODS.get(name) if obj.__class__ is Tensor else None
+            if kwargs and "out" in kwargs and fn is not None:  # out= is the torch functions' (torch.add), not methods'
+                raise GradTypeError(f"{name}() got an unexpected keyword argument 'out'")
             if fn is None:
                 fn = sandbox.method(obj, name)
             return self._call(fn, args, kwargs, n)  # the object is the first argument
@@ -749,12 +752,17 @@ class Evaluator(Statements):
             if isinstance(v, str):
                 sandbox.check_arguments(args, None)
                 break
+        target = fn
         if kwargs:
             sandbox.check_arguments((), kwargs)
+            if "out" in kwargs and takes_out(fn):  # torch.add(x, y, out=result)
+                out = kwargs.pop("out")
+                if out is not None:
+                    target = partial(call_with_out, fn, out)
         if fn is _BACKWARD or fn is _GRAD_FN:
             self.explicit_backward = True
         try:  # sandbox.call, inline (a frame less on every call)
-            return fn(*args, **kwargs)
+            return target(*args, **kwargs)
         except GradcliError:
             raise
         except (TypeError, AttributeError, KeyError) as exc:

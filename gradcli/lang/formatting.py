@@ -29,7 +29,7 @@ def _check_spec(spec: str) -> None:
 def format_value(value, spec: str = "", conversion: str = "") -> str:
     """``format(value, spec)`` after ``!r``/``!s``, for the language's values."""
     if conversion == "r":
-        value = repr(value) if isinstance(value, str) else display(value)
+        value = display(value) if type(value) in (list, tuple, dict) else repr(value)
     elif conversion == "s":
         value = display(value)
     if spec:

@@ -21,14 +21,14 @@ from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..autograd.views import grad_fn_of
-from ..backend.dtypes import DTYPES, Size, dtype as _dtype
+from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype
 from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
 from ..limits import check_sequence
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
 from .modules import Module, member
-from .values import BuiltinRef, UserFunction, iterate, truth, type_name
+from .values import BuiltinRef, TypeOf, UserFunction, iterate, truth, type_name
 
 # ------------------------------------------------------------------------------ members
 
@@ -299,16 +299,39 @@ def _range(*args):
 def _isinstance(obj, types):
     kinds = types if isinstance(types, tuple) else (types,)
     for kind in kinds:
-        if isinstance(kind, BuiltinRef) and kind.name == "Tensor":  # torch.Tensor, a constructor here
-            kind = Tensor
-        cls = kind.fn if isinstance(kind, BuiltinRef) else kind
-        if cls in _TYPES:
-            cls = _TYPES[cls]
+        cls = kind.cls if isinstance(kind, TypeOf) else python_type(kind) if isinstance(kind, BuiltinRef) else kind
         if not isinstance(cls, type):
             raise GradTypeError("isinstance() arg 2 must be a type or tuple of types")
         if isinstance(obj, cls):
             return True
     return False
+
+
+def python_type(ref: BuiltinRef):
+    """The Python type a builtin names where it is one (``float``, ``list``, ``str``, ``torch.Tensor``),
+    else its function."""
+    if ref.name == "Tensor":  # torch.Tensor, a constructor here
+        return Tensor
+    return _TYPES.get(ref.fn, ref.fn)
+
+
+# type(value)'s label where Python's own name is not what torch's Python shows
+_TYPE_LABELS = {Tensor: "torch.Tensor", _dtype: "torch.dtype", Size: "torch.Size", _device: "torch.device",
+                UserFunction: "function",
+                BuiltinRef: "builtin_function_or_method", type(None): "NoneType", TypeOf: "type"}
+
+
+def _type(value):
+    """``type(value)``, as a value a program can print and compare (see ``values.TypeOf``)."""
+    cls = type(value)
+    if isinstance(value, Node):
+        return TypeOf(cls, value.name_for_repr())
+    if isinstance(value, Module):
+        return TypeOf(Module, "module")
+    label = _TYPE_LABELS.get(cls)
+    if label is None:
+        label = "torch.return_types." + value._name if isinstance(value, ReturnTypes) else cls.__name__
+    return TypeOf(cls, label)
 
 
 def _str(value=""):
@@ -326,7 +349,7 @@ PYTHON_BUILTINS = {
     "range": _range, "len": len, "enumerate": lambda items, start=0: enumerate(iterate(items), start),
     "zip": lambda *its: zip(*(iterate(i) for i in its)), "list": lambda items=(): _sized(items),
     "tuple": lambda items=(): tuple(_sized(items)), "isinstance": _isinstance, "str": _str,
-    "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted,
+    "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted, "type": _type,
     "reversed": lambda items: reversed(_sized(items)), "float": float, "int": int,
     "sum": _python_or_op("sum", sum), "max": _python_or_op("max", max), "min": _python_or_op("min", min),
     "abs": _python_or_op("abs", abs), "any": None, "all": None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..autograd.grad_mode import STATE as _GRAD, _DecoratorContextManager, inference_mode, no_grad, set_grad_enabled
 from ..autograd.tensor import Tensor
-from ..errors import CheckFailed, GradcliError, GradTypeError
+from ..errors import CheckFailed, GradcliError, GradNameError, GradTypeError
 from ..ops.registry import INPLACE_OPERATORS
 from . import modules, sandbox
 from .ast import Assert, Assign, Attribute, AugAssign, Del, ExprStmt, FunctionDef, Import, ImportFrom, Name, Pass, SetItem
@@ -21,6 +21,10 @@ from .values import (
 )
 
 _EMPTY: dict = {}  # the (never written) local scope of the program's top level
+
+# Python's __future__ features (all of them mandatory by Python 3.11 but annotations, which changes nothing here)
+_FUTURE_FEATURES = frozenset(("nested_scopes", "generators", "division", "absolute_import", "with_statement",
+                              "print_function", "unicode_literals", "barry_as_FLUFL", "generator_stop", "annotations"))
 
 
 class Check:
@@ -159,6 +163,11 @@ class Statements:
         yield
 
     def _import_from(self, stmt, scope):
+        if stmt.module == "__future__":  # ``from __future__ import print_function`` (Python 2-era code): nothing to do
+            for name, _ in stmt.names:
+                if name not in _FUTURE_FEATURES:
+                    raise GradNameError(f"future feature {name} is not defined").at(stmt.line, stmt.column)
+            return None
         try:
             for name, alias in stmt.names:
                 if name == "*":

@@ -96,6 +96,31 @@ class BuiltinRef:
         return f"<built-in function {self.name}>"
 
 
+class TypeOf:
+    """What ``type(value)`` gives a program: it prints as Python's ``<class 'float'>`` (torch's
+    names for torch's types: ``<class 'torch.Tensor'>``), equals the builtin that names the same
+    type (``type(x) == float``), and ``isinstance`` takes it; it is not callable and has no members."""
+
+    __slots__ = ("cls", "label")
+
+    def __init__(self, cls, label):
+        self.cls, self.label = cls, label
+
+    def __eq__(self, other):
+        if isinstance(other, TypeOf):
+            return other.cls is self.cls
+        if isinstance(other, BuiltinRef):
+            from .sandbox import python_type
+            return python_type(other) is self.cls
+        return False
+
+    def __hash__(self):
+        return hash(self.cls)
+
+    def __repr__(self) -> str:
+        return f"<class '{self.label}'>"
+
+
 def type_name(obj) -> str:
     """How messages name the type of a value: ``Tensor``, ``AddBackward0``, ``function``, ``int``..."""
     if isinstance(obj, Tensor):
@@ -118,7 +143,7 @@ _FLIPPED = {"<": operator.gt, "<=": operator.ge, ">": operator.lt, ">=": operato
 def check_operand(v, op, allow_none=False):
     if isinstance(v, _NUMERIC) or (allow_none and v is None):
         return
-    if op in ("==", "!=") and isinstance(v, (str, _dtype, _device, Size, tuple, list, Node)):
+    if op in ("==", "!=") and isinstance(v, (str, _dtype, _device, Size, tuple, list, Node, TypeOf, BuiltinRef)):
         return
     raise GradTypeError(f"unsupported operand type for {op}: '{type_name(v)}'")
 
@@ -390,14 +415,15 @@ def unpack(value, count):
 # ------------------------------------------------------------------------------ display
 
 def display(value, limit: int | None = None) -> str:
-    """What ``print`` writes for a value (strings as they are, everything else its repr); a
-    LimitError rather than a text over ``limit`` characters (``--max-output``)."""
+    """What ``print`` and ``str`` write for a value, as Python's: its ``str`` (a string as it is, a
+    device as ``cpu``, where its repr is ``device(type='cpu')``), the items of a list, tuple or dict
+    by their repr; a LimitError rather than a text over ``limit`` characters (``--max-output``)."""
     if isinstance(value, str):
         text = value
     elif type(value) is list or type(value) is tuple or type(value) is dict:
         text = _repr_nested(value, limit)
     else:
-        text = repr(value)
+        text = str(value)
     if limit is not None:
         check_output(len(text), "the printed text", limit)
     return text

@@ -64,16 +64,16 @@ def _gen(generator):
     return generator
 
 
-def _size_keyword(fn):
+def _size_keyword(fn, leading: int = 0):
     """torch's ``ones(size=(2, 3))``: the sizes as the keyword ``size`` too (its signature, shown by
-    ``gradcli ops``, stays ``*size``)."""
+    ``gradcli ops``, stays ``*size``), after ``leading`` positional arguments (a method's tensor)."""
     @_functools.wraps(fn)
-    def sized(*size, **kwargs):
+    def sized(*args, **kwargs):
         if "size" in kwargs:
-            if size:
+            if len(args) > leading:
                 raise GradTypeError(f"{fn.__name__}() got multiple values for argument 'size'")
-            size = (kwargs.pop("size"),)
-        return fn(*size, **kwargs)
+            args = args + (kwargs.pop("size"),)
+        return fn(*args, **kwargs)
     return sized
 
 
@@ -128,6 +128,13 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
+@_size_keyword
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor whose values are not to be relied on: torch leaves them uninitialised; here they are zeros."""
+    return _filled(0, size, dtype, device, requires_grad)
+
+
+@op(method=False, category="creation")
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with one value (its dtype inferred from the value)."""
     if isinstance(size, int):
@@ -158,10 +165,14 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start=None, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values from start (default 0) up to end, by step; integers give int64."""
-    if end is None:
+    if end is None:  # arange(end), arange(end=n)
+        if start is None:
+            raise GradTypeError("arange() missing required argument 'end'")
         start, end = 0, start
+    elif start is None:
+        start = 0
     for v in (start, end, step):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise GradTypeError("arange() arguments must be numbers")
@@ -222,6 +233,12 @@ def zeros_like(input, dtype=None, device=None, requires_grad=False):
 
 
 @op(method=False, category="creation")
+def empty_like(input, dtype=None, device=None, requires_grad=False):
+    """A tensor with ``input``'s shape, dtype and device whose values are not to be relied on (zeros here)."""
+    return _like(lambda s, d: _np.zeros(s, dtype=d), input, dtype, device, requires_grad)
+
+
+@op(method=False, category="creation")
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _np.full(s, fill_value, dtype=d), input, dtype, device, requires_grad)
@@ -237,6 +254,69 @@ def rand_like(input, dtype=None, device=None, requires_grad=False):
 def randn_like(input, dtype=None, device=None, requires_grad=False):
     """Standard normal values with ``input``'s shape, dtype and device."""
     return _like(lambda s, d: _draw(s, d, lambda g, n, b: g.normal(n, b)), input, dtype, device, requires_grad)
+
+
+# -- Tensor.new_*: a new tensor with this one's dtype and device (torch's methods, no torch.* form) ------
+
+def _new_like(self, dtype, device):
+    return (self.dtype.name if dtype is None else _dt.by_name(dtype).name), (str(self.device) if device is None else device)
+
+
+def _new_filled(value, self, size, dtype, device, requires_grad):
+    name, device = _new_like(self, dtype, device)
+    return _full(_size(size), value, name, device, requires_grad)
+
+
+def _sized_method(fn):
+    """``x.new_ones(2, 3)``, ``x.new_ones((2, 3))`` and ``x.new_ones(size=(2, 3))``, as torch."""
+    return _size_keyword(fn, leading=1)
+
+
+@op(category="creation", namespaces=())
+@_sized_method
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    """Ones of the given size, with this tensor's dtype and device unless given."""
+    return _new_filled(1, self, size, dtype, device, requires_grad)
+
+
+@op(category="creation", namespaces=())
+@_sized_method
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    """Zeros of the given size, with this tensor's dtype and device unless given."""
+    return _new_filled(0, self, size, dtype, device, requires_grad)
+
+
+@op(category="creation", namespaces=())
+@_sized_method
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size, this tensor's dtype and device, values not to be relied on (zeros here)."""
+    return _new_filled(0, self, size, dtype, device, requires_grad)
+
+
+@op(category="creation", namespaces=())
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` in a tensor of the given size, with this tensor's dtype and device unless given."""
+    if not isinstance(size, (list, tuple)):
+        raise GradTypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}")
+    return _new_filled(fill_value, self, size, dtype, device, requires_grad)
+
+
+@op(category="creation", namespaces=())
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``data`` (copied), with this tensor's dtype and device unless given."""
+    name, device = _new_like(self, dtype, device)
+    return _factory.tensor(data, name, device, requires_grad)
+
+
+@op(differentiable=False, category="comparison")
+def equal(input, other):
+    """True when both have the same shape and the same values (NaN equals nothing; a Python bool)."""
+    for what, value in (("input", input), ("other", other)):
+        if not isinstance(value, Tensor):
+            raise GradTypeError(f"equal(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
+                                f"Tensor, not {type(value).__name__}")
+    a, b = input._backend.to_host(input._data), other._backend.to_host(other._data)
+    return a.shape == b.shape and bool(_np.array_equal(a, b))
 
 
 @op(differentiable=False, category="comparison")

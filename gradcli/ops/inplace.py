@@ -17,7 +17,7 @@ from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..autograd.node import replace_saved
 from ..autograd.tensor import Tensor
 from ..autograd.views import ViewInfo, check_inplace, rebase, writable
-from ..errors import GradTypeError, RuntimeTypeError, ShapeError
+from ..errors import AutogradError, DeviceError, GradTypeError, RuntimeTypeError, ShapeError
 
 # The in-place functions torch has at module level (``torch.exp_(x)``); the others are methods only.
 TORCH_FUNCTIONS = frozenset(
@@ -117,3 +117,61 @@ def scalar_type(dtype) -> str:
     """torch's ScalarType name of a dtype (what its messages print): Float, Double, Long..."""
     return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
             "bool": "Bool"}.get(dtype.name, dtype.name.capitalize())
+
+
+# -- out=: a torch function's result written into tensors the caller gives ---------------------------
+
+_OUT_RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does not match "
+                "the required output shape {new}. This behavior is deprecated, and in a future PyTorch release "
+                "outputs will not be resized unless they have zero elements. You can explicitly reuse an out "
+                "tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
+
+
+def takes_out(fn) -> bool:
+    """Whether ``fn`` is a ``torch.*`` function whose ``out=`` :func:`call_with_out` provides (every
+    one of the op table's but the in-place ones and those with an ``out`` of their own)."""
+    from .registry import BY_FUNCTION
+    info = BY_FUNCTION.get(fn)
+    return info is not None and "torch" in info.namespaces and info.category != "in-place" and \
+        not any(p.lstrip("*").split("=")[0] == "out" for p in info.parameters)
+
+
+def call_with_out(fn, out, *args, **kwargs):
+    """``fn(*args, **kwargs, out=out)`` as torch's ``out=`` variants run: nothing recorded (with grad
+    mode on, no argument and no ``out`` may require grad: torch's error), the result computed,
+    then written into ``out`` (a tensor, or a tuple of them for a function of several results:
+    ``values, indices``), cast to its dtype where torch casts (never a float into an integer
+    tensor), resized with torch's warning where it had another shape; returns ``out``."""
+    from .registry import BY_FUNCTION
+    name = BY_FUNCTION[fn].name
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for o in outs:
+        if o.__class__ is not Tensor:
+            raise GradTypeError(f"{name}(): argument 'out' must be Tensor, not {type(o).__name__}")
+    if _GRAD.enabled and (_any_requires_grad(args, kwargs) or _any_requires_grad(outs, {}) or any(
+            isinstance(a, (list, tuple)) and _any_requires_grad(a, {}) for a in args)):
+        raise AutogradError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                            f"but one of the arguments requires grad.")
+    result = fn(*args, **kwargs)
+    results = tuple(result) if isinstance(result, tuple) else (result,)
+    if len(results) != len(outs) or any(r.__class__ is not Tensor for r in results):
+        raise GradTypeError(f"{name}(): argument 'out' must be a tuple of {len(results)} Tensors")
+    for o, r in zip(outs, results):
+        _write_out(o, r)
+    return out
+
+
+def _write_out(out: Tensor, result: Tensor) -> None:
+    if out._backend is not result._backend:
+        raise DeviceError(f"Expected out tensor to have device {result.device}, but got {out.device} instead")
+    check_inplace(out)
+    if tuple(out.shape) != tuple(result.shape):
+        if out._view is not None:
+            raise ShapeError(f"out= is a view of shape {list(out.shape)}, and the result's shape is "
+                             f"{list(result.shape)}: gradcli resizes only a tensor that is not a view")
+        if out.numel():
+            from ..autograd.warn import warn
+            warn(_OUT_RESIZED.format(old=list(out.shape), new=list(result.shape)))
+        out._data = out._backend.xp.zeros(result._data.shape, dtype=out._data.dtype)  # torch's resize_
+    _write(out, result)
+    out._bump()

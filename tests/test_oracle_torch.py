@@ -109,6 +109,11 @@ OPS = {
     "narrow": (lambda L, a: a.narrow(1, 1, 2), (A,)), "select_method": (lambda L, a: a.select(1, -1), (A,)),
     "sign": (lambda L, a: L.sign(a) * a, (SIGNED,)), "sgn": (lambda L, a: L.sgn(a) * a, (SIGNED,)),
     "masked_fill": (lambda L, a: a.masked_fill(a > 1, 0.5), (A,)),
+    "view_as": (lambda L, a, b: a.view_as(b.t()), (A, B)), "reshape_as": (lambda L, a, b: a.t().reshape_as(b), (A, B)),
+    "type_as": (lambda L, a, b: a.type_as(b.double()) * b, (A, B)), "contiguous": (lambda L, a: a.t().contiguous(), (A,)),
+    "half_float": (lambda L, a: a.half().float(), (A,)),
+    "reshape_alias": (lambda L, a: a.t().reshape(3, 1, 2), (A,)), "reshape_alias_expand": (lambda L, a: a.expand(2, 2, 3).reshape(2, 2, 3), (A,)),
+    "flatten_alias": (lambda L, a: a[:, 1:].unsqueeze(0).flatten(0, 1), (A,)),
     "masked_fill_tensor": (lambda L, a, b: L.masked_fill(a, a > 1, b.sum()), (A, B)),
     "clip": (lambda L, a: L.clip(a, -0.5, 0.5), (SIGNED,)), "clip_tensor": (lambda L, a, b: a.clip(max=b), (SIGNED, B)),
     # clamp with one bound (ClampMin/ClampMaxBackward0; tensor bounds: 1), and in-place variants

@@ -206,3 +206,80 @@ def test_from_future_imports_change_nothing():
     same_as_torch("from __future__ import print_function, division\nfrom __future__ import annotations\n"
                   "import torch\nprint(torch.ones(1) / 2, 7 / 2)")
     assert error_of("from __future__ import braces", 2) == "future feature braces is not defined"
+
+
+# ------------------------------------------------------------------------------ Tensor methods
+
+def test_casts_views_and_layout_methods_as_torch():
+    same_as_torch("""
+import torch
+x = torch.ones(2, 3, requires_grad=True)
+y = torch.ones(3, 2, dtype=torch.float64)
+a = x.view_as(y); print(a.grad_fn.name(), a.shape)
+c = x.reshape_as(y); print(c.grad_fn.name())
+d = x.type_as(y); print(d.grad_fn.name(), d.dtype, x.type_as(x) is x)
+print(x.type(torch.float32) is x, x.type(torch.float64).grad_fn.name(), x.type('torch.DoubleTensor').dtype, x.type())
+print(x.int().dtype, x.int().grad_fn, x.bool().requires_grad, x.half().grad_fn.name(), x.half().dtype, x.bool())
+print(x.long().requires_grad, x.long().grad_fn, x.to(torch.int64).is_leaf, x.to(torch.float64).grad_fn.name())
+print(x.t().contiguous().grad_fn.name(), x.contiguous() is x, x.t().is_contiguous(), x[:, 1].is_contiguous(),
+      x[1].is_contiguous(), x.expand(2, 2, 3).is_contiguous(), torch.ones(3, 1).t().is_contiguous(),
+      x.permute(1, 0).contiguous().is_contiguous())
+z = x.t().contiguous()
+z.sum().backward()
+print(x.grad, z.is_contiguous(), z)
+print(torch.is_tensor(x), torch.is_tensor([1]), torch.numel(x), torch.is_floating_point(x),
+      torch.ones(2, dtype=torch.long).is_floating_point(), x.is_floating_point())
+print(x.double().type(), torch.ones(2, dtype=torch.int32).type(), x.int().type(), x.long().type(), x.bool().type())
+print(x.grad_fn, (x * 2).grad_fn.next_functions[0][0].name(), (x * 2).grad_fn.name())
+""")
+
+
+def test_the_default_dtype_is_the_programs_own_run_by_run():
+    same_as_torch("""
+import torch
+print(torch.get_default_dtype())
+torch.set_default_dtype(torch.float64)
+print(torch.ones(1).dtype, torch.tensor([1.5]).dtype, torch.get_default_dtype(), torch.rand(1).dtype)
+torch.set_default_dtype(torch.float32)
+""")
+    code, doc = run("set_default_dtype(float64)\nprint(ones(1).dtype)")
+    assert code == 0 and doc["printed"] == ["torch.float64"]
+    code, doc = run("print(ones(1).dtype, get_default_dtype())")  # the next run starts from --dtype
+    assert code == 0 and doc["printed"] == ["torch.float32 torch.float32"]
+
+
+def test_random_fills_in_place_draw_torchs_numbers_and_record_torchs_nodes():
+    same_as_torch("""
+import torch
+torch.manual_seed(0)
+print(torch.empty(3).uniform_(-1, 1), torch.empty(3).normal_(2, 0.5))
+print(torch.ones(2, dtype=torch.float16).uniform_(), torch.ones(20, dtype=torch.float64).normal_(1, 2))
+w = torch.empty(2, 3)
+print(w.uniform_() is w, w)
+x = torch.ones(2, 2, requires_grad=True)
+y = x * 2
+y[0].normal_()
+print(y.grad_fn.name(), y.grad_fn.next_functions[0][0].name())
+z = x * 3
+z.uniform_()
+print(z.grad_fn.name(), z.grad_fn.next_functions[0][0].name())
+z.sum().backward()
+print(x.grad)
+with torch.no_grad():
+    x.normal_(0, 0.01)
+print(x.requires_grad, x.is_leaf, x)
+""")
+
+
+@pytest.mark.parametrize("program, code, message", [
+    ("x = ones(2)\nx.type('float64')", 2, "invalid type: 'float64'"),
+    ("import torch\ntorch.numel(3)", 2, "numel(): argument 'input' (position 1) must be Tensor, not int"),
+    ("import torch\ntorch.set_default_dtype(torch.long)", 2, "only floating-point types are supported as the default type"),
+    ("x = ones(2)\nx.uniform_(2, 1)", 2, "uniform_ expects to return a [from, to) range, but found from=2 > to=1"),
+    ("x = ones(2)\nx.normal_(0, -1)", 2, "normal expects std >= 0.0, but found std -1"),
+    ("x = ones(2, dtype=long)\nx.uniform_()", 2, "\"check_uniform_bounds\" not implemented for 'Long'"),
+    ("x = ones(2, requires_grad=True)\nx.normal_()", 3, "a leaf Variable that requires grad is being used in an in-place operation."),
+    ("x = ones(2)\nx.view_as(3)", 2, "view_as(): argument 'other' (position 1) must be Tensor, not int"),
+])
+def test_methods_refuse_what_torch_refuses(program, code, message):
+    assert error_of(program, code) == message

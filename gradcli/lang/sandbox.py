@@ -21,7 +21,7 @@ from ..autograd.introspection import saved_fields, saved_tensors_hooks
 from ..autograd.node import AccumulateGrad, Node, RemovableHandle
 from ..autograd.tensor import Tensor
 from ..autograd.views import grad_fn_of
-from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype
+from ..backend.dtypes import DTYPES, Size, device as _device, dtype as _dtype, get_default_dtype, set_default_dtype
 from ..backend.generator import Generator
 from ..errors import GradcliError, GradNameError, GradTypeError, LimitError, ShapeError
 from ..limits import check_sequence
@@ -37,7 +37,7 @@ _TENSOR_ATTRS = ("data", "grad", "grad_fn", "requires_grad", "is_leaf", "shape",
 _TENSOR_METHODS = ("backward", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
                    "requires_grad_", "detach", "detach_",
                    "zero_", "item", "tolist", "size", "dim", "numel", "to", "cpu", "cuda", "double", "float",
-                   "long")
+                   "half", "long", "int", "bool", "contiguous", "is_contiguous", "is_floating_point")
 TENSOR_ATTRS = {name: operator.attrgetter(name) for name in _TENSOR_ATTRS}
 TENSOR_ATTRS["grad_fn"] = grad_fn_of  # a view whose base changed in place may refuse, as torch's
 TENSOR_METHODS: dict = {}  # filled from the op registry by registered_builtins()
@@ -89,7 +89,7 @@ def _saved_field(node, name):
 NODE_ATTRS = _NodeAttrs({"next_functions": operator.attrgetter("next_functions"),
                          "variable": lambda n: n.variable if isinstance(n, AccumulateGrad) else _no_member(n, "variable"),
                          "metadata": operator.attrgetter("metadata")})
-NODE_METHODS = {"name": Node.name, "register_hook": lambda n, fn: Node.register_hook(n, _user_hook(fn)),
+NODE_METHODS = {"name": lambda n: n.name(), "register_hook": lambda n, fn: Node.register_hook(n, _user_hook(fn)),
                 "register_prehook": lambda n, fn: Node.register_prehook(n, _user_hook(fn))}
 HANDLE_METHODS = {"remove": RemovableHandle.remove}
 RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
@@ -371,7 +371,22 @@ PYTHON_BUILTINS["all"] = _any_or_all("all", all)
 _TYPES = {PYTHON_BUILTINS["list"]: list, PYTHON_BUILTINS["tuple"]: tuple, _str: str,
           PYTHON_BUILTINS["bool"]: bool}
 
+def _tensor_query(name, query):
+    """``torch.<name>(input)`` for a question asked of a tensor (``torch.numel(x)``), torch's message otherwise."""
+    def fn(input):
+        if not isinstance(input, Tensor):
+            raise GradTypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type_name(input)}")
+        return query(input)
+    fn.__name__ = name
+    return fn
+
+
 BUILTINS = {
+    "is_tensor": lambda obj: isinstance(obj, Tensor),
+    "numel": _tensor_query("numel", Tensor.numel),
+    "is_floating_point": _tensor_query("is_floating_point", lambda t: t.dtype.is_floating_point),
+    "get_default_dtype": get_default_dtype,
+    "set_default_dtype": set_default_dtype,  # (each run starts from --dtype again)
     "backward": _lang_backward,
     "grad": _grad,
     "no_grad": no_grad,

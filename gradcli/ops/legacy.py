@@ -24,7 +24,7 @@ from ..autograd.factory import _finish, tensor as _tensor
 from ..autograd.function import apply
 from ..autograd.tensor import Tensor
 from ..backend import dtypes as _dt
-from ..errors import GradTypeError
+from ..errors import ArgumentValueError, GradTypeError
 from .creation import _full, _size
 from .registry import op
 from .shape import AliasBackward0
@@ -97,6 +97,27 @@ def _options(name: str) -> str:
     c = {"float32": "float", "float64": "double", "int64": "long int", "float16": "c10::Half"}.get(name, name)
     return (f"TensorOptions(dtype={c}, device=cpu, layout=Strided, requires_grad=false (default), "
             f"pinned_memory=false (default), memory_format=(nullopt))")
+
+
+_LEGACY_TYPES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
+                 "int32": "IntTensor", "bool": "BoolTensor"}
+
+
+@op(category="legacy", name="type", namespaces=())
+def tensor_type(input, dtype=None, non_blocking=False):
+    """With no dtype, the tensor's legacy type name ('torch.FloatTensor'); else the tensor cast to
+    ``dtype`` (a dtype, or such a name: 'torch.DoubleTensor'), itself where it has that dtype."""
+    if dtype is None:
+        prefix = "torch.cuda." if input._backend.device_type == "cuda" else "torch."
+        return prefix + _LEGACY_TYPES.get(input.dtype.name, input.dtype.name)
+    if isinstance(dtype, str):
+        name = dtype.replace("torch.cuda.", "torch.")
+        found = next((k for k, v in _LEGACY_TYPES.items() if "torch." + v == name), None)
+        if found is None:
+            raise ArgumentValueError(f"invalid type: '{dtype}'")
+        device = "cuda" if dtype.startswith("torch.cuda.") else None
+        return input.to(device, found) if device else input.to(found)
+    return input.to(dtype)
 
 
 @op(method=False, category="legacy", name="Tensor")

@@ -11,12 +11,17 @@ from __future__ import annotations
 import numpy as _np
 
 from ..autograd.factory import _finish
+from ..autograd.function import apply
+from ..autograd.grad_mode import STATE
+from ..autograd.node import define_node
 from ..autograd.tensor import Tensor
+from ..autograd.views import rebase, writable
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from . import creation as _creation
 from ..backend.generator import Generator as _Generator
 from .creation import _draw, _float, _gen, _size
+from .inplace import scalar_type
 from .registry import op
 
 
@@ -114,3 +119,45 @@ def normal(mean=0.0, std=1.0, size=None, generator=None, dtype=None, device=None
         values = _draw(shape, name, lambda g, n, d: g.normal(n, d, 0.0, float(s)), generator) + m
     device = str(tensors[0].device) if device is None else device
     return _finish(_np.asarray(values, dtype=name), name, device, requires_grad)
+
+
+# -- in-place fills: x.uniform_(a, b), x.normal_(mean, std) (weight initialisation) --------------------
+
+# On a tensor that requires grad (not a leaf: torch refuses that) the fill is recorded, as torch's
+# UniformBackward0/NormalBackward0: from here on the values depend on nothing, so the gradient is zero.
+UniformBackward0 = define_node("UniformBackward0", self="F.zeros_like(grad)", forward=lambda xp, x: x)
+NormalBackward0 = define_node("NormalBackward0", self="F.zeros_like(grad)", forward=lambda xp, x: x)
+
+
+def _fill_random(input, node, name, kernel, draw, generator):
+    if not isinstance(input, Tensor):
+        raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not input.dtype.is_floating_point:
+        raise GradTypeError(f'"{kernel}" not implemented for \'{scalar_type(input.dtype)}\'')
+    input._check_inplace()
+    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
+    old._requires_grad = input._requires_grad
+    values = _draw(tuple(input.shape), input.dtype.name, draw, generator)
+    writable(input)[...] = values if input._backend.is_numpy else input._backend.from_host(values)
+    input._bump()
+    if STATE.enabled and input._requires_grad:
+        rebase(input, apply(node, (old,)).grad_fn)
+    return input
+
+
+@op(UniformBackward0, category="creation", namespaces=())
+def uniform_(input, from_=0.0, to=1.0, generator=None):
+    """Fill in place with uniform random values in [from_, to), torch's for a given seed."""
+    if from_ > to:
+        raise ShapeError(f"uniform_ expects to return a [from, to) range, but found from={from_} > to={to}")
+    return _fill_random(input, UniformBackward0, "uniform_", "check_uniform_bounds",
+                        lambda g, n, d: g.uniform(n, d, from_, to), generator)
+
+
+@op(NormalBackward0, category="creation", namespaces=())
+def normal_(input, mean=0.0, std=1.0, generator=None):
+    """Fill in place with normal random values of ``mean`` and ``std``, torch's for a given seed."""
+    if std < 0:
+        raise ShapeError(f"normal expects std >= 0.0, but found std {std}")
+    return _fill_random(input, NormalBackward0, "normal_", "normal_kernel_cpu",
+                        lambda g, n, d: g.normal(n, d, mean, std), generator)

@@ -6,7 +6,7 @@ import functools
 
 from ..backend import NUMPY, dtypes as _dt
 from ..errors import GradTypeError, ShapeError
-from ..autograd.function import apply
+from ..autograd.function import apply, apply1
 from ..autograd.grad_mode import STATE
 from .registry import op
 from ..limits import LIMITS, TRACK_BYTES, check_numel
@@ -27,6 +27,9 @@ def _reshape_forward(xp, x, shape):
 
 ViewBackward0 = define_node("ViewBackward0", self="F.reshape(grad, self_sizes)",
                             forward=_reshape_forward, attrs=("shape",))
+# reshape of a tensor that is not contiguous but whose strides take the shape: torch's _reshape_alias
+ReshapeAliasBackward0 = define_node("ReshapeAliasBackward0", self="F.reshape(grad, self_sizes)",
+                                    forward=_reshape_forward, attrs=("shape",))
 UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
                                   forward=_reshape_forward, attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
@@ -181,16 +184,18 @@ def _plain_shape(input, shape):
     return tuple(shape) if n == input._data.size else None
 
 
-@op(ViewBackward0, category="shape")
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0, category="shape")
 def reshape(input, *shape):
     """Same data in a new shape (one dim may be -1); a copy where the strides do not allow a view."""
     return _reshaped(input, _plain_shape(input, shape) or _infer(_shape_arg(shape), input.numel(), input.shape))
 
 
 def _reshaped(input, shape):
-    """``reshape`` to a checked shape of the input's size: a view where the strides allow one."""
+    """``reshape`` to a checked shape of the input's size: a view where the strides allow one
+    (ViewBackward0 of a contiguous tensor, else torch's ReshapeAliasBackward0)."""
     if _viewable(input, shape):
-        return view_of(ViewBackward0, input, (shape,))
+        contiguous = getattr(getattr(input._data, "flags", None), "c_contiguous", True)
+        return view_of(ViewBackward0 if contiguous else ReshapeAliasBackward0, input, (shape,))
     # as torch: a contiguous copy, then a view of it nobody else can see (x.t().reshape(-1))
     return apply(UnsafeViewBackward0, (apply(CloneBackward0, (input,)),), (shape,))
 
@@ -225,7 +230,7 @@ def view(input, *shape):
     return view_of(ViewBackward0, input, (shape,))
 
 
-@op(ViewBackward0, category="shape")
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0, category="shape")
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one."""
     if input.ndim == 0:
@@ -360,12 +365,29 @@ def _expand(input, sizes):
     return view_of(ExpandBackward0, input, (out,))
 
 
+def _other(name: str, other) -> Tensor:
+    """``other`` of ``x.<name>_as(other)``: a tensor, or torch's message."""
+    if not isinstance(other, Tensor):
+        raise GradTypeError(f"{name}(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+    return other
+
+
 @op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
-    if other.__class__ is not Tensor and not isinstance(other, Tensor):
-        raise GradTypeError(f"expand_as(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-    return _expand(input, other._data.shape)
+    return _expand(input, _other("expand_as", other)._data.shape)
+
+
+@op(ViewBackward0, category="shape", namespaces=())
+def view_as(input, other):
+    """A view with ``other``'s shape."""
+    return view(input, tuple(_other("view_as", other)._data.shape))
+
+
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0, category="shape", namespaces=())
+def reshape_as(input, other):
+    """Same data in ``other``'s shape (a copy where the strides do not allow a view)."""
+    return reshape(input, tuple(_other("reshape_as", other)._data.shape))
 
 
 @op(DiagonalBackward0, category="shape")
@@ -414,13 +436,44 @@ def _to(input, *args, dtype=None, device=None, copy=False):
     if dtype is not None:
         d = _dt.by_name(dtype)
         if d.name != target.dtype.name or copy:
-            target = apply(ToCopyBackward0, (target,), (target._backend.dtype(d.name),))
+            if d.is_floating_point or not target._requires_grad:
+                target = apply(ToCopyBackward0, (target,), (target._backend.dtype(d.name),))
+            else:  # an integer or bool result carries no gradient: nothing recorded, as torch
+                target = Tensor._make(ToCopyBackward0.forward(target._backend.xp, target._data,
+                                                              target._backend.dtype(d.name)), target._backend)
     return target
+
+
+@op(ToCopyBackward0, category="device", namespaces=())
+def type_as(input, other):
+    """Cast to ``other``'s dtype (this tensor itself where it has it already)."""
+    return _to(input, _other("type_as", other).dtype)
 
 
 Tensor.double = lambda self: _to(self, "float64")
 Tensor.float = lambda self: _to(self, "float32")
+Tensor.half = lambda self: _to(self, "float16")
 Tensor.long = lambda self: _to(self, "int64")
+Tensor.int = lambda self: _to(self, "int32")
+Tensor.bool = lambda self: _to(self, "bool")
+
+
+def _is_contiguous(self, memory_format=None) -> bool:
+    """Whether the elements lie in row-major order with no gaps (size-1 dims aside), as torch's strides say."""
+    flags = getattr(self._data, "flags", None)
+    return True if flags is None else bool(flags.c_contiguous)
+
+
+def _contiguous(self, memory_format=None):
+    """This tensor where it is contiguous already, else a row-major copy of it (CloneBackward0, as torch)."""
+    if _is_contiguous(self):
+        return self
+    return apply1(CloneBackward0, self, self._backend.xp.ascontiguousarray(self._data))
+
+
+Tensor.is_contiguous = _is_contiguous
+Tensor.contiguous = _contiguous
+Tensor.is_floating_point = lambda self: self.dtype.is_floating_point
 Tensor.cpu = lambda self: _to(self, device="cpu")
 Tensor.cuda = lambda self, device=None: _to(self, device="cuda" if device is None else
                                             (f"cuda:{device}" if isinstance(device, int) else device))

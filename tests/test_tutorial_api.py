@@ -283,3 +283,15 @@ print(x.requires_grad, x.is_leaf, x)
 ])
 def test_methods_refuse_what_torch_refuses(program, code, message):
     assert error_of(program, code) == message
+
+
+def test_torch_device_objects_print_and_serve_as_device_arguments():
+    same_as_torch("""
+import torch
+device = torch.device("cpu")
+print(device, repr(device), device.type, device.index, torch.device("cuda", 0), torch.device("cuda:1").index)
+x = torch.linspace(-1, 1, 5, device=device, dtype=torch.float)
+print(x, x.device, torch.ones(2, device=device).to(device).device, x.device == device)
+""")
+    assert error_of("import torch\ntorch.device('gpu')", 3) == \
+        "Expected one of cpu, cuda device type at start of device string: gpu"

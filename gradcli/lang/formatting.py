@@ -15,7 +15,7 @@ import string
 
 from ..autograd.tensor import Tensor
 from ..errors import GradNameError, GradTypeError, LimitError
-from .values import display, type_name
+from .values import display, repr_text, type_name
 
 MAX_WIDTH = 10_000  # the widest field or longest precision a spec may ask for
 _NUMBERS_IN_SPEC = re.compile(r"\d+")
@@ -29,7 +29,7 @@ def _check_spec(spec: str) -> None:
 def format_value(value, spec: str = "", conversion: str = "") -> str:
     """``format(value, spec)`` after ``!r``/``!s``, for the language's values."""
     if conversion == "r":
-        value = display(value) if type(value) in (list, tuple, dict) else repr(value)
+        value = repr_text(value)
     elif conversion == "s":
         value = display(value)
     if spec:

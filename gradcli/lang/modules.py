@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 
 from ..autograd.grad_mode import STATE as _GRAD, inference_mode
-from ..backend.dtypes import DTYPES
-from ..errors import GradcliError, GradNameError
+from ..backend.dtypes import DTYPES, device
+from ..errors import DeviceError, GradcliError, GradNameError, GradTypeError
 from ..ops import registry
 from .values import BuiltinRef
 
@@ -74,6 +74,20 @@ _DTYPE_NAMES = dict(DTYPES)
 _DTYPE_NAMES.update({"float": DTYPES["float32"], "double": DTYPES["float64"], "long": DTYPES["int64"]})
 _DTYPE_NAMES.update({n: DTYPES[d] for n, d in (("half", "float16"), ("int", "int32")) if d in DTYPES})
 _NUMBERS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+
+def _device(type, index=None):
+    """``torch.device("cpu")``, ``torch.device("cuda", 0)``, ``torch.device("cuda:1")``: a device
+    object, which ``device=`` arguments and ``.to()`` take as they take its name."""
+    name = str(type)
+    kind, _, number = name.partition(":")
+    if kind not in ("cpu", "cuda") or number and not number.isdecimal() or number and index is not None:
+        raise DeviceError(f"Expected one of cpu, cuda device type at start of device string: {name}")
+    if index is not None:
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise GradTypeError(f"device(): argument 'index' must be a non-negative int, not {index!r}")
+        name = f"{kind}:{index}"
+    return device(name)
 _PYTHON_BUILTINS = {"len", "float", "int", "print"}
 
 
@@ -125,6 +139,7 @@ def _torch_members() -> dict:
     members.update(_ops_in("torch"))
     members.update(_DTYPE_NAMES)
     members.update(_NUMBERS)
+    members["device"] = BuiltinRef("device", _device)
     members["inference_mode"] = BuiltinRef("inference_mode", inference_mode)
     members.update(_anomaly_members(("is_anomaly_enabled", "is_anomaly_check_nan_enabled")))
     members.update({"autograd": Module.of("torch.autograd"), "nn": Module.of("torch.nn"), "cuda": Module.of("torch.cuda")})

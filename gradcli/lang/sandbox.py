@@ -28,7 +28,7 @@ from ..limits import check_sequence
 from ..ops import registry
 from ..ops.reduction import ReturnTypes
 from .modules import Module, member
-from .values import BuiltinRef, TypeOf, UserFunction, iterate, truth, type_name
+from .values import BuiltinRef, TypeOf, UserFunction, iterate, repr_text, truth, type_name
 
 # ------------------------------------------------------------------------------ members
 
@@ -94,6 +94,7 @@ NODE_METHODS = {"name": lambda n: n.name(), "register_hook": lambda n, fn: Node.
 HANDLE_METHODS = {"remove": RemovableHandle.remove}
 RETURN_ATTRS = {"values": operator.itemgetter(0), "indices": operator.itemgetter(1)}
 DTYPE_ATTRS = {"is_floating_point": operator.attrgetter("is_floating_point")}
+DEVICE_ATTRS = {"type": operator.attrgetter("type"), "index": operator.attrgetter("index")}
 SIZE_METHODS = {"numel": Size.numel}
 GENERATOR_METHODS = {"manual_seed": Generator.manual_seed, "initial_seed": Generator.initial_seed,
                      "seed": Generator.seed}
@@ -147,7 +148,7 @@ TENSOR_SETTABLE = ("grad", "requires_grad", "data")
 
 # type -> (attributes, methods) the language allows on its values (either may be None)
 _MEMBER_TABLES = ((Tensor, TENSOR_ATTRS, TENSOR_METHODS), (Node, NODE_ATTRS, NODE_METHODS),
-                  (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None),
+                  (ReturnTypes, RETURN_ATTRS, None), (_dtype, DTYPE_ATTRS, None), (_device, DEVICE_ATTRS, None),
                   (RemovableHandle, None, HANDLE_METHODS), (Size, None, SIZE_METHODS),
                   (Generator, None, GENERATOR_METHODS),
                   (str, None, STR_METHODS), (list, None, LIST_METHODS), (tuple, None, TUPLE_METHODS),
@@ -350,6 +351,7 @@ PYTHON_BUILTINS = {
     "zip": lambda *its: zip(*(iterate(i) for i in its)), "list": lambda items=(): _sized(items),
     "tuple": lambda items=(): tuple(_sized(items)), "isinstance": _isinstance, "str": _str,
     "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted, "type": _type,
+    "repr": repr_text,
     "reversed": lambda items: reversed(_sized(items)), "float": float, "int": int,
     "sum": _python_or_op("sum", sum), "max": _python_or_op("max", max), "min": _python_or_op("min", min),
     "abs": _python_or_op("abs", abs), "any": None, "all": None,

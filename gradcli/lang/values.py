@@ -429,6 +429,14 @@ def display(value, limit: int | None = None) -> str:
     return text
 
 
+def repr_text(value) -> str:
+    """What Python's ``repr`` writes for a value (``repr()``, ``!r`` in a format): a list, tuple or
+    dict as :func:`display` writes it (its items by their repr, without recursion)."""
+    if type(value) is list or type(value) is tuple or type(value) is dict:
+        return display(value)
+    return repr(value)
+
+
 class _Punct(str):
     """A bracket or separator while :func:`_repr_nested` writes a list out."""
 

@@ -189,6 +189,15 @@ CASES = {
     "select_narrow": (lambda a: gc.select(a, 1, 2) + a.narrow(1, 0, 1).squeeze(1), [((3, 4), *R)]),
     # in-place updates of non-leaves
     "inplace": (lambda a, b: (a * 1).mul_(b).add_(a).sub_(1).div_(b), [((2, 3), *R), ((2, 3), *P)]),
+    # scans (cumprod through zeros: the create_graph loop), flip, roll, triangles, ternary pointwise ops
+    "cumsum_cumprod": (lambda a: gc.cumsum(a, 1) * a.cumprod(-2), [((3, 4), *R)]),
+    "cumprod_zeros": (lambda a: gc.cumprod(a * gc.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]], dtype=gc.float64,
+                                                         device=str(a.device)), 1), [((2, 3), *R)]),
+    "flip_roll": (lambda a: gc.flip(a, (0, 2)) * a.roll((1, -1), (1, 2)) + a.roll(2), [((2, 3, 2), *R)]),
+    "tril_triu": (lambda a: a.tril(-1) * a + gc.triu(a, 1) + (a * 1).tril_(), [((2, 3, 4), *R)]),
+    "lerp": (lambda a, b, w: gc.lerp(a, b, 0.7) * gc.lerp(a, b, w), [((2, 3), *R), ((3,), *R), ((2, 1), 0.0, 1.0)]),
+    "addcmul_addcdiv": (lambda a, b, c: gc.addcmul(a, b, c, value=2) * gc.addcdiv(a, b, c, value=-0.5),
+                        [((2, 3), *R), ((3,), *R), ((2, 1), *P)]),
 }
 
 SPEC_FUNCTIONS = ("add sub mul div neg pow matmul mm mv dot outer exp log log1p sqrt rsqrt abs sin cos tan tanh "

@@ -37,6 +37,13 @@ CASES = {
     "clamp_min_": (lambda m: ((0.6,), {}), X),
     "clamp_max_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {}), X),
     "masked_fill_": (lambda m: ((m.tensor([[True, False], [False, True]]), m.tensor(3.0, requires_grad=True)), {}), X),
+    "tril_": (_no_args, X), "triu_": (lambda m: ((1,), {}), X),
+    "lerp_": (lambda m: ((m.tensor(OTHER, dtype=m.float64, requires_grad=True),  # lerp wants self's dtype
+                          m.tensor([0.25, 0.75], dtype=m.float64, requires_grad=True)), {}), X),
+    "addcmul_": (lambda m: ((m.tensor(OTHER, requires_grad=True), m.tensor([[2.0], [-0.5]], requires_grad=True)),
+                            {"value": 0.5}), X),
+    "addcdiv_": (lambda m: ((m.tensor([1.5, -2.0], requires_grad=True), m.tensor(POS, requires_grad=True)),
+                            {"value": -2}), X),
 }
 # Outputs their backward reads (torch saves the result): changing them again fails backward.
 SAVES_RESULT = ("exp_", "sigmoid_", "tanh_", "relu_", "sqrt_", "rsqrt_", "tan_", "reciprocal_")

@@ -114,6 +114,7 @@ REDUCE_DIM = {
     "softmax": lambda x, d, k: gc.softmax(x, d), "log_softmax": lambda x, d, k: gc.log_softmax(x, d),
     "norm": lambda x, d, k: gc.norm(x, dim=d, keepdim=k), "var": lambda x, d, k: gc.var(x, d, keepdim=k),
     "std": lambda x, d, k: gc.std(x, d, keepdim=k), "sum_tuple": lambda x, d, k: gc.sum(x, (d,), keepdim=k),
+    "cumsum": lambda x, d, k: gc.cumsum(x, d), "cumprod": lambda x, d, k: x.cumprod(d),
 }
 
 
@@ -407,3 +408,77 @@ def test_third_derivative(name):
         return h
 
     gradcheck(second, x, atol=1e-4, rtol=1e-4)
+
+
+# -- scans through zeros, flip, roll, tril/triu, lerp, addcmul, addcdiv --------------------------------
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), seed=seeds, data=st.data())
+def test_cumprod_through_zeros(shape, seed, data):
+    """cumprod's gradient with one or two zeros in the input (torch's masks, no division by zero), and
+    the create_graph gradient (torch's loop of products) differentiated again."""
+    v = values(seed, shape, 0.5, 1.5)
+    flat = v.reshape(-1)
+    for i in data.draw(st.lists(st.integers(0, flat.size - 1), min_size=1, max_size=2)):
+        flat[i] = 0.0
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    gradcheck(lambda x: gc.cumprod(x, dim), leaf(v))
+    if shape[dim] == 1:
+        return  # one element along dim: the gradient is the cotangent, a constant
+    cot = gc.tensor(values(seed + 1, shape).tolist(), dtype=gc.float64)
+
+    def first(t):
+        (g,) = gc.autograd.grad([gc.cumprod(t, dim)], [t], grad_outputs=[cot], create_graph=True)
+        return g
+
+    gradcheck(first, leaf(v), atol=1e-5, rtol=1e-4)
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), seed=seeds, data=st.data())
+def test_flip_and_roll(shape, seed, data):
+    n = len(shape)
+    dims = data.draw(st.lists(st.integers(-n, n - 1), max_size=n, unique_by=lambda d: d % n))
+    shifts = data.draw(st.lists(st.integers(-5, 5), min_size=len(dims), max_size=len(dims)))
+    flat = data.draw(st.integers(-7, 7))
+    x = leaf(values(seed, shape))
+    gradcheck(lambda t: gc.flip(t * t, dims), x)
+    gradcheck(lambda t: (t * t).roll(shifts, dims) if dims else t.roll(flat), x)
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=4), seed=seeds, k=st.integers(-3, 3))
+def test_tril_triu(shape, seed, k):
+    x = leaf(values(seed, shape))
+    gradcheck(lambda t: gc.tril(t * t, k), x)
+    gradcheck(lambda t: (t * t).triu(diagonal=k), x)
+    gradcheck(lambda t: (t * 1).tril_(k) * t, x)
+
+
+@SETTINGS
+@given(shapes=mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3), seed=seeds,
+       weight=st.sampled_from([0.25, 0.5, 0.8, -1.5, 2]))
+def test_lerp_addcmul_addcdiv(shapes, seed, weight):
+    sa, sb, sc = shapes.input_shapes
+    a, b = leaf(values(seed, sa)), leaf(values(seed + 1, sb))
+    c = leaf(values(seed + 2, sc, 0.5, 2.0))  # a divisor away from zero
+    w = leaf(values(seed + 3, sc, -0.5, 1.5))
+    gradcheck(lambda x, y: gc.lerp(x, y, weight), a, b)
+    gradcheck(lambda x, y, z: gc.lerp(x, y, z), a, b, w)
+    gradcheck(lambda x, y, z: gc.addcmul(x, y, z, value=weight), a, b, c)
+    gradcheck(lambda x, y, z: x.addcdiv(y, z, value=weight), a, b, c)
+
+
+def test_second_derivatives_of_lerp_addcmul_addcdiv():
+    a = leaf(values(5, (2, 3), 0.6, 1.6))
+    b = leaf(values(6, (3,), 0.6, 1.6))
+    c = leaf(values(7, (2, 1), 0.6, 1.6))
+    for fn in (lambda x, y, z: gc.lerp(x * y, y, z) * x, lambda x, y, z: gc.addcmul(x, y, z * x, value=-2),
+               lambda x, y, z: gc.addcdiv(x * x, y, z, value=0.5)):
+        cot = gc.tensor(np.random.default_rng(3).standard_normal(tuple(fn(a, b, c).shape)).tolist(), dtype=gc.float64)
+
+        def first(x, y, z, fn=fn, cot=cot):
+            gx, gy, gz = gc.autograd.grad([fn(x, y, z)], [x, y, z], grad_outputs=[cot], create_graph=True)
+            return gx.sum() * gy * 1.5 + gz.sum()
+
+        gradcheck(first, a, b, c, atol=1e-5, rtol=1e-4)

@@ -13,7 +13,7 @@ from . import formulas  # noqa: F401  (hands the engine its formula namespaces)
 from .indexing import embed, getitem, index_with_key  # noqa: F401  (used by formulas)
 from .linalg import bmm  # noqa: F401
 from .pointwise import rsub, sigmoid_backward, tanh_backward, threshold_backward  # noqa: F401
-from .reduction import cumprod_, flip_, log_softmax_backward, softmax_backward  # noqa: F401
+from .reduction import log_softmax_backward, softmax_backward  # noqa: F401
 from .registry import FUNCTIONS
 
 globals().update({name: info.fn for name, info in FUNCTIONS.items()})

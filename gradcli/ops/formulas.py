@@ -72,6 +72,20 @@ def _axes_of(shape, target):
     return axes, keep
 
 
+def cumulative(xp, x, dim, product=False):
+    """Running sum (``product``: product) along ``dim``, as torch's CPU kernel runs it: float32 and
+    float16 accumulate in float64 and float32 (its acc_type), each value rounded back to the input's
+    dtype; a 0-d array is its own cumulative sum."""
+    if x.ndim == 0:
+        return xp.asarray(x, copy=True)
+    fn = getattr(xp, "cumulative_prod" if product else "cumulative_sum", None) or (xp.cumprod if product else xp.cumsum)
+    half = getattr(xp, "float16", None)  # array-api-strict has none
+    wider = xp.float64 if x.dtype == xp.float32 else xp.float32 if half is not None and x.dtype == half else None
+    if wider is None:
+        return fn(x, axis=dim)
+    return xp.astype(fn(x, axis=dim, dtype=wider), x.dtype)
+
+
 def _zero_where(cond, a, out=None):
     """``np.where(cond, 0, a)`` for a float array ``a`` and a new bool array ``cond`` (overwritten),
     by a's bits: ANDed with all ones where ``cond`` is False, with zeros (+0.0) where it is True;
@@ -179,11 +193,24 @@ class ArrayMath:
         return x[(slice(None),) * dim + (slice(start, start + length),)]
 
     def cat(self, arrays, dim): return self.xp.concat(arrays, axis=dim)
-    def flip(self, x, dim): return self.xp.flip(x, axis=dim)
+    def flip(self, x, dims): return self.xp.flip(x, axis=dims)  # dims: one dim or a tuple (a view)
+    def cumsum(self, x, dim): return cumulative(self.xp, x, dim)
+    def cumprod(self, x, dim): return cumulative(self.xp, x, dim, True)
+    def roll(self, x, shifts, dims):
+        """``x`` rolled by ``shifts`` along ``dims`` (tuples); no dims: the flattened array by one shift."""
+        return self.xp.roll(x, shifts, axis=dims) if dims else self.xp.roll(x, shifts[0])
+    def tril(self, x, diagonal): return self.xp.tril(x, k=diagonal)
+    def triu(self, x, diagonal): return self.xp.triu(x, k=diagonal)
 
-    def cumprod(self, x, dim):
-        fn = getattr(self.xp, "cumulative_prod", None) or self.xp.cumprod
-        return fn(x, axis=dim)
+    def filled(self, number, like):
+        """``number`` where torch's C++ formulas write ``number - t`` or ``number / t`` (a tensor of
+        ``like``'s shape filled with it): on arrays the number itself, which broadcasts the same."""
+        return number
+
+    def select_copy_(self, out, dim, index, value):
+        """``out.select(dim, index).copy_(value)``: ``value`` written into ``out``, returned."""
+        out[(slice(None),) * dim + (index,)] = value
+        return out
 
     # shapes
     # (a NumPy array's own methods: what np.reshape and np.squeeze call for it, without their wrappers)
@@ -347,8 +374,22 @@ class TensorMath:
     def count_zeros(self, x): return math_for(False, self.backend).count_zeros(self._t(x)._data)
     def narrow(self, x, dim, start, length): return self.ops.narrow(x, dim, start, length)
     def cat(self, tensors, dim): return self.ops.cat([self._t(t) for t in tensors], dim)
-    def flip(self, x, dim): return self.ops.flip_(x, dim)
-    def cumprod(self, x, dim): return self.ops.cumprod_(x, dim)
+    def flip(self, x, dims): return self.ops.flip(x, dims if isinstance(dims, tuple) else (dims,))
+    def cumsum(self, x, dim): return self.ops.cumsum(x, dim)
+    def cumprod(self, x, dim): return self.ops.cumprod(x, dim)
+    def roll(self, x, shifts, dims): return self.ops.roll(x, shifts, dims or None)
+    def tril(self, x, diagonal): return self.ops.tril(self._t(x), diagonal)
+    def triu(self, x, diagonal): return self.ops.triu(self._t(x), diagonal)
+
+    def filled(self, number, like):
+        """torch's ``number - t`` in C++ (``empty_like(t).fill_(number).sub_(t)``): a tensor that
+        records no edge, so the subtraction or division is SubBackward0/DivBackward0 with a None."""
+        return self.ops.full_like(like, number)
+
+    def select_copy_(self, out, dim, index, value):
+        """torch's ``grad_input.select(dim, k).copy_(value)``: CopySlices on ``out``."""
+        self.ops.select(out, dim, index).copy_(value)
+        return out
 
     def reshape(self, x, shape): return self.ops.reshape(x, tuple(shape))
     def squeeze(self, x, dim): return self.ops.squeeze(x, dim)

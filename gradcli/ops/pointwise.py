@@ -683,3 +683,123 @@ def zero_(input):
     if input._requires_grad and _GRAD.enabled:
         rebase(input, apply(ZeroBackward0, (old,)).grad_fn)
     return input
+
+
+# -- ternary: lerp, addcmul, addcdiv (three tensors broadcast together) ---------------------------------
+
+from ..errors import RuntimeTypeError  # noqa: E402  (here: this section is the ternary ops' own)
+
+# torch's TypeMeta names, which its dtype checks print ("expected dtype float ... got dtype double")
+_TYPE_META = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
+              "int32": "int", "bool": "bool"}
+
+
+def _ternary(name, tensors, arg_names):
+    """Three tensor arguments on one device whose shapes broadcast (torch's pairwise message, the
+    shapes folded in argument order as TensorIterator does), the result checked against the limits."""
+    for t, arg in zip(tensors, arg_names):
+        if t.__class__ is not Tensor:
+            raise GradTypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
+    out = tensors[0]._data.shape
+    for t in tensors[1:]:
+        if t._data.shape != out:
+            out = _broadcast_shape(tuple(out), tuple(t._data.shape))
+    check_numel(out)
+
+
+def _lerp_number(xp, a, b, weight):
+    """torch's lerp kernel: from ``a`` for a small weight, from ``b`` otherwise (each exact at its
+    end), the weight in the tensors' dtype."""
+    w = xp.asarray(weight, dtype=a.dtype)
+    d = b - a
+    return a + w * d if -0.5 < weight < 0.5 else b - d * (1 - w)
+
+
+def _lerp_tensor(xp, a, b, w):
+    d = b - a
+    return xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+
+
+LerpBackward0 = define_node(
+    "LerpBackward0", inputs=("self", "end"), attrs=("weight",), broadcasts=True, forward=_lerp_number,
+    self="grad * (1 - weight)", end="grad * weight")
+LerpBackward1 = define_node(
+    "LerpBackward1", inputs=("self", "end", "weight"), broadcasts=True, forward=_lerp_tensor,
+    # F.filled: torch's C++ ``1 - weight`` (SubBackward0 with no edge for the 1 under create_graph)
+    self="grad * (F.filled(1, weight) - weight)", end="grad * weight", weight="grad * (end - self)")
+
+
+@op(LerpBackward0, LerpBackward1, inplace=True)
+def lerp(input, end, weight):
+    """input + weight * (end - input), broadcasting; ``weight`` a number or a tensor."""
+    number = weight.__class__ is not Tensor
+    if number and not isinstance(weight, _SCALARS):
+        raise GradTypeError(f"lerp(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
+    _ternary("lerp", (input, end) if number else (input, end, weight), ("input", "end", "weight"))
+    dtype = input.dtype.name
+    if end.dtype.name != dtype:
+        raise RuntimeTypeError(f"expected dtype {_TYPE_META.get(dtype, dtype)} for `end` but got dtype "
+                               f"{_TYPE_META.get(end.dtype.name, end.dtype.name)}")
+    if not number and weight.ndim and weight.dtype.name != dtype:  # a 0-d weight is cast, as torch's CPU scalar
+        raise RuntimeTypeError(f"expected dtype {_TYPE_META.get(dtype, dtype)} for `weight` but got dtype "
+                               f"{_TYPE_META.get(weight.dtype.name, weight.dtype.name)}")
+    if not input.dtype.is_floating_point:
+        raise GradTypeError(f'"lerp_kernel_{"scalar" if number else "tensor"}" not implemented for '
+                            f"'{_scalar_type(input.dtype)}'")
+    if number:
+        return apply(LerpBackward0, (input, end), (weight,))
+    arrays = None
+    if weight.dtype.name != dtype:
+        arrays = [input._data, end._data, input._backend.xp.astype(weight._data, input._data.dtype)]
+    return apply(LerpBackward1, (input, end, weight), (), arrays)
+
+
+AddcmulBackward0 = define_node(
+    "AddcmulBackward0", inputs=("self", "tensor1", "tensor2"), attrs=("value",), broadcasts=True,
+    forward=lambda xp, a, b, c, value: a + value * b * c,  # torch's order: self + ((value * t1) * t2)
+    self="grad", tensor1="grad * (tensor2 * value)", tensor2="grad * (tensor1 * value)")
+AddcdivBackward0 = define_node(
+    "AddcdivBackward0", inputs=("self", "tensor1", "tensor2"), attrs=("value",), broadcasts=True,
+    forward=lambda xp, a, b, c, value: a + value * b / c,
+    self="grad", tensor1="grad * (F.filled(value, tensor2) / tensor2)",
+    tensor2="-grad * (value * tensor1 / (tensor2 * tensor2))")
+
+
+def _addc(name, cls, input, tensor1, tensor2, value):
+    """addcmul/addcdiv: the three tensors promoted together (a 0-d one does not widen the others),
+    ``value`` (a number) in their dtype: truncated for integers, as torch casts the Scalar."""
+    if value.__class__ is Tensor and value.numel() == 1:
+        value = value.item()
+    if not isinstance(value, _SCALARS):
+        raise GradTypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
+    tensors = (input, tensor1, tensor2)
+    _ternary(name, tensors, ("input", "tensor1", "tensor2"))
+    if name == "addcdiv" and not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
+        raise RuntimeTypeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+            "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    target = _dt.result_type(tensors)
+    if target == "bool":
+        raise GradTypeError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
+    if not _dt.by_name(target).is_floating_point:
+        value = int(value)
+    arrays = None
+    if any(t.dtype.name != target for t in tensors):
+        dt, xp = input._backend.dtype(target), input._backend.xp
+        arrays = [t._data if t.dtype.name == target else xp.astype(t._data, dt) for t in tensors]
+    return apply(cls, tensors, (value,), arrays)
+
+
+@op(AddcmulBackward0, inplace=True)
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcasting."""
+    return _addc("addcmul", AddcmulBackward0, input, tensor1, tensor2, value)
+
+
+@op(AddcdivBackward0, inplace=True)
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcasting (true division; two integer tensors are refused)."""
+    return _addc("addcdiv", AddcdivBackward0, input, tensor1, tensor2, value)

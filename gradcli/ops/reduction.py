@@ -8,6 +8,7 @@ they run on arrays and, under ``create_graph``, on tensors alike.
 from __future__ import annotations
 
 import builtins as _builtins
+import operator as _operator
 from functools import partial as _partial
 
 import numpy as _np
@@ -18,7 +19,7 @@ from ..errors import GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
-from .formulas import scalar_log
+from .formulas import cumulative, scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
 
@@ -165,18 +166,65 @@ def prod_safe_zeros_backward(F, grad, inp, dim):
     return grad * (exclusive_normal * exclusive_reverse)
 
 
+def cumsum_backward(F, grad, dim):
+    """torch's cumsum_backward: the gradient summed from the end (flip, cumsum, flip); a slice of one
+    element passes it as it is."""
+    if _numel(grad.shape) <= 1 or grad.shape[dim] == 1:
+        return grad
+    return F.flip(F.cumsum(F.flip(grad, dim), dim), dim)
+
+
 def cumprod_backward(F, grad, self, result, dim):
-    """d cumprod: input i gets sum over j >= i of grad_j * prod_{k <= j, k != i} self_k, computed
-    without dividing (exact with zeros) as prefix_i * sum_j grad_j * cumprod(self[i+1..j])."""
-    n = self.shape[dim]
-    parts = []
-    for i in range(n):
-        tail = F.narrow(self, dim, i + 1, n - i - 1)
-        ones = F.zeros_like(F.narrow(self, dim, i, 1)) + 1
-        running = F.cat([ones, F.cumprod(tail, dim)], dim) if n - i - 1 else ones
-        part = F.sum(F.narrow(grad, dim, i, n - i) * running, (dim,), True)
-        parts.append(part * F.narrow(result, dim, i - 1, 1) if i else part)
-    return F.cat(parts, dim) if parts else grad
+    """torch's cumprod_backward, branch for branch (under create_graph its graph is torch's): without
+    a zero, the reversed cumsum of result * grad divided by the input; with zeros, the products
+    without dividing: on arrays torch's O(n) masks, under create_graph its O(n^2) loop. The gradient
+    is cast to the input's dtype (``dtype=``), where torch's engine casts it."""
+    sizes = tuple(self.shape)
+    if _numel(sizes) <= 1 or sizes[dim] == 1:
+        return F.cast(grad, self)
+    if F.count_zeros(self) == 0:
+        w = result * grad
+        return F.cast(F.flip(F.cumsum(F.flip(w, dim), dim), dim) / self, self)
+    if not F.differentiable:
+        return F.cast(_cumprod_zeros_backward(F, grad, self, result, dim), self)
+    n = sizes[dim]
+    out = F.zeros_like(self)
+    ones = F.zeros_like(F.narrow(self, dim, 0, 1)) + 1
+    for k in range(n):  # omitted[j] = d result[k + j] / d self[k]
+        if k == 0:
+            omitted = F.cat([ones, F.cumprod(F.narrow(self, dim, 1, n - 1), dim)], dim)
+        else:
+            until = F.prod(F.narrow(self, dim, 0, k), (dim,), True)
+            if k == n - 1:
+                omitted = until
+            else:
+                after = F.cumprod(F.narrow(self, dim, k + 1, n - k - 1), dim)
+                omitted = F.cat([until, F.expand(until, tuple(after.shape)) * after], dim)
+        out = F.select_copy_(out, dim, k, F.sum(F.narrow(grad, dim, k, n - k) * omitted, (dim,)))
+    return F.cast(out, self)
+
+
+def _cumprod_zeros_backward(F, grad, x, result, dim):
+    """torch's O(n) gradient of cumprod for an input with zeros (no graph): before a slice's first
+    zero z1 the usual formula on result * grad cut there; at z1, sum_j grad_j * prod(x[z1+1..j])
+    over j up to the next zero, times the product before z1; after it, 0."""
+    xp = F.backend.xp
+    n = x.shape[dim]
+    zero = x == 0
+    count = F.cumsum(xp.astype(zero, xp.int64), dim)  # zeros up to each position, itself included
+    before = count == 0
+    w = F.where(before, result * grad, 0.0)
+    # divided where the formula is kept only (by 1 elsewhere: no 0 / 0 to warn about)
+    out = F.where(before, F.flip(F.cumsum(F.flip(w, dim), dim), dim) / F.where(before, x, 1.0), 0.0)
+    span = count == 1  # [z1, z2)
+    first = F.logical_and(zero, span)
+    between = F.logical_and(span, xp.logical_not(zero))
+    tail = F.sum(F.cumprod(F.where(between, x, 1.0), dim) * F.where(span, grad, 0.0), (dim,), True)
+    # the product before z1: result one place before it (exactly: a sum of it and zeros), 1 at the start
+    edge = F.narrow(first, dim, 0, 1)
+    ahead = F.cat([F.narrow(first, dim, 1, n - 1), xp.zeros_like(edge)], dim)
+    prev = F.sum(F.where(ahead, result, 0.0), (dim,), True) + xp.astype(edge, result.dtype)
+    return F.where(first, tail * prev, out)
 
 
 def norm_backward(F, grad, self, ord, result, dim, keepdim):
@@ -254,7 +302,7 @@ def logsumexp_backward(F, grad, self, result, dim, keepdim):
 
 formula_helpers(sum_backward=sum_backward, evenly_distribute=evenly_distribute, amax_backward=amax_backward,
                 select_backward_mask=select_backward_mask, prod_backward=prod_backward,
-                cumprod_backward=cumprod_backward,
+                cumsum_backward=cumsum_backward, cumprod_backward=cumprod_backward,
                 norm_backward=norm_backward, var_backward=var_backward,
                 logsumexp_backward=logsumexp_backward, numel=_numel, count=_count, scalar_log=scalar_log)
 
@@ -391,12 +439,10 @@ ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, 
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
                             self="prod_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
-# Internal nodes of prod's zero-safe backward (torch's CumprodBackward0 and FlipBackward0 under
-# create_graph); reached through F.cumprod and F.flip, not user-facing ops.
+CumsumBackward0 = define_node("CumsumBackward0", attrs=("dim",), self="cumsum_backward(F, grad, dim)",
+                              forward=lambda xp, x, dim: cumulative(xp, x, dim))
 CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
-                               forward=lambda xp, x, dim: _cumprod(xp, x, dim))
-FlipBackward0 = define_node("FlipBackward0", attrs=("dims",), self="F.flip(grad, dims[0])",
-                            forward=lambda xp, x, dims: xp.flip(x, axis=dims))
+                               forward=lambda xp, x, dim: cumulative(xp, x, dim, True))
 MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
                            forward=lambda xp, x: array_max(xp, x))
 MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
@@ -446,21 +492,6 @@ LogSoftmaxBackwardDataBackward0 = define_node(
     forward=lambda xp, g, y, dim: g - xp.exp(y) * array_sum(xp, g, dim, True),
     grad_output="grad - F.sum(grad * F.exp(output), (dim,), True)",
     output="-F.sum(grad_output, (dim,), True) * F.exp(output) * grad")
-
-
-def _cumprod(xp, x, dim):
-    fn = getattr(xp, "cumulative_prod", None) or xp.cumprod
-    return fn(x, axis=dim)
-
-
-def cumprod_(input, dim):
-    """Cumulative product along ``dim`` (CumprodBackward0), for formulas."""
-    return apply(CumprodBackward0, (input,), (dim % input.ndim,))
-
-
-def flip_(input, dim):
-    """``input`` reversed along ``dim`` (FlipBackward0), for formulas."""
-    return apply(FlipBackward0, (input,), ((dim % input.ndim,),))
 
 
 def softmax_backward(grad_output, output, dim):
@@ -584,6 +615,37 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     if isinstance(dim, (list, tuple)):
         raise GradTypeError("prod(): argument 'dim' must be int, not tuple")
     return apply(ProdBackward1, (input,), (_reduce_scalar_dim(input, dims(dim, input.ndim)), bool(keepdim)))
+
+
+def _scan(name, cls, input, dim, dtype):
+    """cumsum/cumprod: one int ``dim``; computed in ``dtype`` if given (integers and bools: int64, as
+    torch), the cast array handed to the node, whose edge stays the input's (torch casts inside the op)."""
+    d = dim
+    if d.__class__ is not int:
+        try:  # a NumPy integer, an integer 0-d tensor (never a bool), as torch
+            d = None if isinstance(d, bool) else _operator.index(d)
+        except TypeError:
+            d = None
+        if d is None:
+            raise GradTypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    d = _wrap_dim(d, input.ndim)
+    target = _dt.by_name(dtype).name if dtype is not None else None if input.dtype.is_floating_point else "int64"
+    if target is None or target == input.dtype.name:
+        return apply(cls, (input,), (d,))
+    backend = input._backend
+    return apply(cls, (input,), (d,), [backend.xp.astype(input._data, backend.dtype(target))])
+
+
+@op(CumsumBackward0, category="reduction")
+def cumsum(input, dim, *, dtype=None):
+    """Running sum along ``dim``; ``dtype``: compute and return in it (integers give int64)."""
+    return _scan("cumsum", CumsumBackward0, input, dim, dtype)
+
+
+@op(CumprodBackward0, category="reduction")
+def cumprod(input, dim, *, dtype=None):
+    """Running product along ``dim`` (its gradient exact with zeros); ``dtype``: compute and return in it."""
+    return _scan("cumprod", CumprodBackward0, input, dim, dtype)
 
 
 class ReturnTypes(tuple):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import functools
+import operator as _operator
 
 from ..backend import NUMPY, dtypes as _dt
-from ..errors import GradTypeError, ShapeError
+from ..errors import DimensionError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from ..autograd.grad_mode import STATE
 from .registry import op
@@ -751,3 +752,107 @@ def fill_(input, value):
     elif input._requires_grad:
         rebase(input, apply(FillBackward2, (old,), (value,)).grad_fn)
     return input
+
+
+# -- flip, roll, tril, triu: new tensors (never views), the elements moved or masked -----------------
+
+def _flip(xp, x, dims):
+    """``x`` reversed along ``dims``, copied (NumPy's flip is a view; torch's result is a new tensor)."""
+    out = xp.flip(x, axis=dims)
+    return out.copy() if out.__class__ is _ndarray else xp.asarray(out, copy=True)
+
+
+def unroll(shifts):
+    """RollBackward0's shifts: the forward's, negated (the dims reversed with them, as torch's formula)."""
+    return tuple(-s for s in reversed(shifts))
+
+
+formula_helpers(unroll=unroll)
+
+FlipBackward0 = define_node("FlipBackward0", attrs=("dims",), self="F.flip(grad, dims)", forward=_flip)
+RollBackward0 = define_node("RollBackward0", attrs=("shifts", "dims"), self="F.roll(grad, unroll(shifts), dims[::-1])",
+                            forward=lambda xp, x, shifts, dims: xp.roll(x, shifts, axis=dims) if dims else
+                            xp.roll(x, shifts[0]))
+TrilBackward0 = define_node("TrilBackward0", attrs=("diagonal",), self="F.tril(grad, diagonal)",
+                            forward=lambda xp, x, diagonal: xp.tril(x, k=diagonal))
+TriuBackward0 = define_node("TriuBackward0", attrs=("diagonal",), self="F.triu(grad, diagonal)",
+                            forward=lambda xp, x, diagonal: xp.triu(x, k=diagonal))
+
+
+def _index(value):
+    """``value`` as an int where torch takes it as one (an int, a NumPy integer, an integer 0-d
+    tensor: ``__index__``, never a bool), else None."""
+    if value.__class__ is int:
+        return value
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        return None
+    try:
+        return _operator.index(value)
+    except TypeError:  # a float tensor, one of several elements
+        return None
+
+
+def _ints(name, arg, value):
+    """An int, or a list or tuple of ints, as a tuple (torch's IntArrayRef arguments)."""
+    items = [value] if _index(value) is not None else value
+    out = [_index(i) for i in items] if isinstance(items, (list, tuple)) else [None]
+    if None in out:
+        raise GradTypeError(f"{name}(): argument '{arg}' must be tuple of ints, not {type(value).__name__}")
+    return tuple(out)
+
+
+def _wrap_dims(dims, ndim):
+    """``dims`` made non-negative, each once (torch's error for a repeated one)."""
+    out = tuple(_wrap_dim(d, ndim) for d in dims)
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise ShapeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+@op(FlipBackward0, category="shape")
+def flip(input, dims, *more_dims):
+    """Reverse the order of elements along ``dims`` (a list or tuple; the method also takes ints, x.flip(0, 1))."""
+    if more_dims:
+        if _index(dims) is None:
+            raise GradTypeError(f"flip() takes 1 positional argument but {1 + len(more_dims)} were given")
+        dims = (dims, *more_dims)
+    d = _wrap_dims(_ints("flip", "dims", dims), input.ndim)
+    return apply(FlipBackward0, (input,), (d if input.ndim else (),))  # a 0-d tensor has nothing to flip
+
+
+@op(RollBackward0, category="shape")
+def roll(input, shifts, dims=None):
+    """Shift elements along ``dims`` by ``shifts``, wrapping around (ints or tuples; no dims: the flattened tensor)."""
+    shifts = _ints("roll", "shifts", shifts)
+    dims = () if dims is None else _ints("roll", "dims", dims)
+    if not shifts:
+        raise ShapeError("`shifts` required")
+    if not dims and len(shifts) == 1:
+        return apply(RollBackward0, (input,), (shifts, ()))
+    if len(shifts) != len(dims):
+        raise ShapeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if not input.ndim:
+        raise DimensionError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    return apply(RollBackward0, (input,), (shifts, tuple(_wrap_dim(d, input.ndim) for d in dims)))
+
+
+def _triangle(name, cls, input, diagonal):
+    k = _index(diagonal)
+    if k is None:
+        raise GradTypeError(f"{name}(): argument 'diagonal' must be int, not {type(diagonal).__name__}")
+    if input.ndim < 2:
+        raise ShapeError(f"{name}: input tensor must have at least 2 dimensions")
+    return apply(cls, (input,), (k,))
+
+
+@op(TrilBackward0, category="shape", inplace=True)
+def tril(input, diagonal=0):
+    """The lower triangle of the last two dims (on and below ``diagonal``), zeros above it."""
+    return _triangle("tril", TrilBackward0, input, diagonal)
+
+
+@op(TriuBackward0, category="shape", inplace=True)
+def triu(input, diagonal=0):
+    """The upper triangle of the last two dims (on and above ``diagonal``), zeros below it."""
+    return _triangle("triu", TriuBackward0, input, diagonal)

@@ -186,3 +186,15 @@ def run_on_a_terminal(cmd, columns: int, env: dict, cwd: str, stderr_on_terminal
         err = proc.stderr.read()
         proc.stderr.close()
     return proc.wait(timeout=300), b"".join(chunks), err
+
+
+def same_error_as_torch(src: str) -> None:
+    """``src`` (an expression over ``L``) raises under gradcli and torch, with the same message."""
+    import pytest
+    torch = pytest.importorskip("torch")
+    messages = []
+    for L in (gc, torch):
+        with pytest.raises(Exception) as info:
+            eval(src, {"L": L})  # noqa: S307 (fixed test expressions)
+        messages.append(error_text(info.value))
+    assert messages[0] == messages[1]

@@ -61,6 +61,11 @@ class RuntimeTypeError(GradTypeError, RuntimeError):
     tensor, a ``.grad`` of another dtype, ``item()`` of many elements); still a ``TypeError``."""
 
 
+class KernelTypeError(GradTypeError, NotImplementedError):
+    """A dtype torch has no kernel for (``floor`` of a bool tensor: "floor_vml_cpu" not implemented
+    for 'Bool'): torch's NotImplementedError; still a ``TypeError``."""
+
+
 class TypeIndexError(GradTypeError, IndexError):
     """A wrong argument where torch raises IndexError: a dim out of range, a float tensor as an index."""
 

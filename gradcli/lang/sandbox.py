@@ -273,12 +273,14 @@ def _has_tensor(args) -> bool:
 
 
 def _python_or_op(name, python):
-    """``sum``/``max``/``min``/``abs``: torch's op on a tensor, Python's on numbers and lists."""
+    """``sum``/``max``/``min``/``abs``/``round``: torch's op on a tensor, Python's on numbers and lists."""
     def fn(*args, **kwargs):
         if _has_tensor(args[:1]) or (name in ("max", "min") and len(args) == 2 and _has_tensor(args)):
             return registry.FUNCTIONS[name].fn(*args, **kwargs)
         if name == "abs":
             return python(*args)
+        if name == "round":  # round(2.567, 2), round(x, ndigits=1)
+            return python(*args, **kwargs)
         items = _sized(args[0]) if len(args) == 1 else list(args)
         if name == "sum":
             total = args[1] if len(args) > 1 else kwargs.get("start", 0)
@@ -350,7 +352,7 @@ PYTHON_BUILTINS = {
     "range": _range, "len": len, "enumerate": lambda items, start=0: enumerate(iterate(items), start),
     "zip": lambda *its: zip(*(iterate(i) for i in its)), "list": lambda items=(): _sized(items),
     "tuple": lambda items=(): tuple(_sized(items)), "isinstance": _isinstance, "str": _str,
-    "round": round, "bool": lambda v=False: truth(v), "sorted": _sorted, "type": _type,
+    "round": _python_or_op("round", round), "bool": lambda v=False: truth(v), "sorted": _sorted, "type": _type,
     "repr": repr_text,
     "reversed": lambda items: reversed(_sized(items)), "float": float, "int": int,
     "sum": _python_or_op("sum", sum), "max": _python_or_op("max", max), "min": _python_or_op("min", min),
@@ -416,7 +418,7 @@ def registered_builtins() -> dict:
         BUILTINS.update(_LANGUAGE_BUILTINS)
         BUILTINS.update({name: info.fn for name, info in functions.items()
                          if not name.endswith("_") and "torch" in info.namespaces})
-        BUILTINS.update({name: PYTHON_BUILTINS[name] for name in ("sum", "max", "min", "abs", "any", "all")
+        BUILTINS.update({name: PYTHON_BUILTINS[name] for name in ("sum", "max", "min", "abs", "round", "any", "all")
                          if name in BUILTINS})  # torch's on tensors, Python's on numbers
         BUILTINS.update({name: fn for name, fn in PYTHON_BUILTINS.items() if name not in BUILTINS})
         TENSOR_METHODS.clear()

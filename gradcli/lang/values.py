@@ -153,7 +153,7 @@ _SEQUENCES = (str, list, tuple)
 # number (Python's operator: the tensor's own), two numbers (``+ - *``: Python's, within the int cap).
 _PLAIN = frozenset((int, float, Tensor))
 _TENSOR_NUMBER = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-                  "**": operator.pow}
+                  "**": operator.pow, "%": operator.mod, "//": operator.floordiv}
 _NUMBER_NUMBER = {"+": lambda a, b: check_int(a + b), "-": lambda a, b: check_int(a - b),
                   "*": lambda a, b: check_int(a * b)}
 MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
@@ -191,11 +191,8 @@ def binary_op(op, a, b):
             return _scalar_pow(a, b)
         return a ** b
     if op in ("%", "//"):
-        if isinstance(a, Tensor) or isinstance(b, Tensor):
-            fn = BINARY_OPERATORS.get(op)
-            if fn is None or not isinstance(a, Tensor):
-                raise GradTypeError(f"{op} on tensors is not supported (no remainder/floor_divide op yet)")
-            return fn(a, b)
+        if isinstance(a, Tensor) or isinstance(b, Tensor):  # remainder and floor_divide (2 % x: reflected)
+            return a % b if op == "%" else a // b
         if b == 0:
             raise GradTypeError("integer modulo by zero" if op == "%" else "integer division or modulo by zero")
         return a % b if op == "%" else a // b

@@ -15,6 +15,7 @@ from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
 from ..backend.rows import by_rows
 from ..limits import check_flops
+from .pointwise import divide_rounded as _divide_rounded
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 _ADD_REDUCE = _NUMPY.xp.add.reduce
@@ -162,6 +163,11 @@ class ArrayMath:
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
     def sqrt(self, x): return self.xp.sqrt(x)
+    def rsqrt(self, x): return 1 / self.xp.sqrt(x)
+    def reciprocal(self, x): return 1 / x
+    def sinh(self, x): return self.xp.sinh(x)
+    def cosh(self, x): return self.xp.cosh(x)
+    def div_rounded(self, a, b, mode): return _divide_rounded(self.xp, a, b, mode)
 
     def where(self, cond, a, b):
         xp = self.xp
@@ -366,6 +372,11 @@ class TensorMath:
     def log_softmax_backward(self, grad, y, dim): return self.ops.log_softmax_backward(self._t(grad), y, dim)
     def abs(self, x): return self.ops.abs(x)
     def sqrt(self, x): return self.ops.sqrt(x)
+    def rsqrt(self, x): return self.ops.rsqrt(x)
+    def reciprocal(self, x): return self.ops.reciprocal(x)
+    def sinh(self, x): return self.ops.sinh(x)
+    def cosh(self, x): return self.ops.cosh(x)
+    def div_rounded(self, a, b, mode): return self.ops.div(a, b, rounding_mode=mode)  # DivBackward2, as torch
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
     def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
     def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)

@@ -22,7 +22,8 @@ from ..errors import AutogradError, DeviceError, GradTypeError, RuntimeTypeError
 # The in-place functions torch has at module level (``torch.exp_(x)``); the others are methods only.
 TORCH_FUNCTIONS = frozenset(
     "relu_ exp_ log_ sigmoid_ tanh_ sin_ cos_ sqrt_ abs_ neg_ clamp_ clamp_min_ clamp_max_ clip_ "
-    "square_ reciprocal_ log1p_ tan_ rsqrt_".split())
+    "square_ reciprocal_ log1p_ tan_ rsqrt_".split()
+    + "exp2_ log2_ log10_ sinh_ cosh_ asin_ acos_ atan_ erf_ floor_ ceil_ trunc_ round_ frac_".split())
 
 
 def inplace_variant(outplace, name: str):

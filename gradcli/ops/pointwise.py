@@ -7,10 +7,12 @@ summed back to their shapes by the node base (``broadcasts=True``).
 
 from __future__ import annotations
 
+import math as _math
+
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..errors import GradTypeError, ShapeError
+from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
@@ -209,12 +211,25 @@ def mul(input, other):
 DivBackward0 = define_node(
     "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a / b,
     self="grad / other", other="-grad * ((self / other) / other)")
+# div with a rounding_mode: a zero gradient (torch's div_tensor_*_backward with a rounding mode)
+DivBackward2 = define_node(
+    "DivBackward2", inputs=("self", "other"), attrs=("rounding_mode",), broadcasts=True,
+    forward=lambda xp, a, b, rounding_mode: divide_rounded(xp, a, b, rounding_mode),
+    self="F.zeros_like(grad)", other="F.zeros_like(grad)")
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
-@op(DivBackward0, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True, inplace="a /= b")
-def div(input, other):
-    """Elementwise quotient, broadcasting (true division: integers give floats)."""
+@op(DivBackward0, DivBackward2, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True,
+    inplace="a /= b")
+def div(input, other, *, rounding_mode=None):
+    """Elementwise quotient, broadcasting (true division: integers give floats); rounding_mode
+    "trunc" or "floor" rounds it, in the operands' dtype (DivBackward2, a zero gradient)."""
+    if rounding_mode is not None:
+        if rounding_mode not in ("trunc", "floor"):
+            raise RuntimeTypeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                                   f"'{rounding_mode}'")
+        return _divide("div", f"div_{rounding_mode}_cpu", input, other, DivBackward2, DivBackward2, DivBackward2,
+                       (rounding_mode,))
     if input.__class__ is not Tensor:
         # torch.div(2, x) wraps the number: DivBackward0 with a None edge (``2 / x`` is reciprocal(x) * 2)
         input = as_tensor_arg(input, other)
@@ -281,24 +296,42 @@ def square(input):
 # -- unary math ------------------------------------------------------------------------------
 
 def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, namespaces=("torch",), inplace=True,
-           reuses_grad=False):
+           reuses_grad=False, kernel=None):
     """One declaration for a unary elementwise op: its node (``grad_fn``, ``forward``, the
     derivative ``formula`` of ``self``, ``reuses_grad`` as define_node's) and its function, which
-    computes in the default float dtype unless ``keep_int``."""
+    computes in the default float dtype unless ``keep_int``. ``kernel``: the name of torch's CPU
+    kernel, for the dtypes it has none for (torch's "not implemented" message): bool where
+    ``keep_int`` (floor: "floor_vml_cpu"), else every integer dtype too (frac: "frac_cpu")."""
     cls = define_node(grad_fn, forward=forward, self=formula, reuses_grad=reuses_grad)
 
+    plain = keep_int and kernel is None  # every dtype as it is (abs, relu)
+
     def unary_op(input):
-        if input.__class__ is not Tensor:
-            raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
-        data = input._data
-        if not keep_int and (data.__class__ is not _ndarray or data.dtype.kind != "f") \
-                and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
-            input = input.to(_dt.DEFAULTS.float)
+        if input.__class__ is Tensor:  # the usual call, a float NumPy tensor: nothing to check or cast
             data = input._data
-        return apply1(cls, input, data)  # apply's one-tensor path, directly
+            if plain or data.__class__ is _ndarray and data.dtype.kind == "f":
+                return apply1(cls, input, data)  # apply's one-tensor path, directly
+        input, data = _unary_input(name, input, keep_int, kernel)
+        return apply1(cls, input, data)
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)
+
+
+def _unary_input(name, input, keep_int, kernel):
+    """A unary op's input and its array, as ``_unary`` describes: checked, integers cast to the
+    default float unless ``keep_int``, the dtypes without ``kernel`` refused."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    data = input._data
+    if (not keep_int or kernel is not None) and (data.__class__ is not _ndarray or data.dtype.kind != "f") \
+            and not input.dtype.is_floating_point:  # abs and relu keep integers, as torch
+        if kernel is not None and (not keep_int or input.dtype.name == "bool"):
+            raise KernelTypeError(f'"{kernel}" not implemented for \'{_scalar_type(input.dtype)}\'')
+        if not keep_int:
+            input = input.to(_dt.DEFAULTS.float)
+            data = input._data
+    return input, data
 
 
 def _sigmoid(xp, x):
@@ -346,6 +379,109 @@ relu = _unary("relu", "ReluBackward0", _relu,
               "F.threshold_backward(grad, result, 0)", "max(x, 0), elementwise.", keep_int=True, namespaces=("torch", "torch.nn.functional"),
               reuses_grad=True)
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", lambda xp, x: 1 / x, "-grad * (result * result)", "1 / x.")
+
+
+# -- more unary math: powers of 2, logs, hyperbolic and inverse trigonometric, erf, rounding ------------
+
+_API_KINDS = {"f": "real floating", "b": "bool"}
+
+
+def _is_kind(xp, a, kind) -> bool:
+    """Whether array ``a`` is of NumPy's dtype ``kind`` ("f", "b"), on any backend."""
+    found = getattr(a.dtype, "kind", None)  # NumPy's and CuPy's dtypes; array-api-strict's have none
+    return found == kind if found is not None else xp.isdtype(a.dtype, _API_KINDS[kind])
+
+
+def _exp2(xp, x):
+    exp2 = getattr(xp, "exp2", None)  # NumPy's and CuPy's; the array API has only powers
+    return exp2(x) if exp2 is not None else 2.0 ** x
+
+
+_TWO_OVER_SQRT_PI = 2 / _math.sqrt(_math.pi)  # torch's 2.0 / sqrt(M_PI), in erf's derivative
+_ERF_SPLIT = 2.5  # below it erf's series, above it erfc's continued fraction: each converged there
+
+
+def _erf(xp, x):
+    """The error function, within 6 float64 ulps, from array functions alone (NumPy and the array
+    API have none). Below |x| = 2.5: 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!, a series of
+    positive terms (none cancels, as in erf's Taylor series); above: 1 - erfc(|x|), erfc
+    by its continued fraction exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / ...))),
+    40 levels deep. Computed in float64, rounded once to the tensor's dtype."""
+    dtype = x.dtype
+    x64 = x if dtype == xp.float64 else xp.astype(x, xp.float64)
+    a = xp.abs(x64)
+    near = xp.minimum(a, _ERF_SPLIT)  # each branch on values it converges for (no overflow)
+    a2 = near * near
+    total = xp.ones_like(near)
+    for n in range(35, -1, -1):  # 1 + 2a^2/3 (1 + 2a^2/5 (1 + ...)), innermost first (6 ulps, not 11)
+        total = 1 + total * (2 * a2) / (2 * n + 3)
+    out = _TWO_OVER_SQRT_PI * near * xp.exp(-a2) * total
+    if bool(xp.any(a > _ERF_SPLIT)):  # erf is 1 in float64 from 6 on: clipped there
+        far = xp.clip(a, _ERF_SPLIT, 6.0)
+        fraction = far
+        for n in range(40, 0, -1):
+            fraction = far + (n / 2) / fraction
+        erfc = xp.exp(-far * far) / (_math.sqrt(_math.pi) * fraction)
+        out = xp.where(a > _ERF_SPLIT, 1 - erfc, out)
+    out = xp.copysign(out, x64)  # erf(-0.0) is -0.0; NaN stays NaN
+    return out if dtype == xp.float64 else xp.astype(out, dtype)
+
+
+def _integers_kept(fn):
+    """The forward of a rounding op: ``fn`` on floats, integers returned as they are (a copy), as torch."""
+    return lambda xp, x: fn(xp, x) if _is_kind(xp, x, "f") else xp.asarray(x, copy=True)
+
+
+exp2 = _unary("exp2", "Exp2Backward0", _exp2, "grad * result * 0.6931471805599453", "2 ** x, elementwise.")
+log2 = _unary("log2", "Log2Backward0", lambda xp, x: xp.log2(x), "grad / (self * 0.6931471805599453)",
+              "Base-2 logarithm.")
+log10 = _unary("log10", "Log10Backward0", lambda xp, x: xp.log10(x), "grad / (self * 2.3025850929940456)",
+               "Base-10 logarithm.")
+sinh = _unary("sinh", "SinhBackward0", lambda xp, x: xp.sinh(x), "F.mul_(F.cosh(self), grad)", "Hyperbolic sine.")
+cosh = _unary("cosh", "CoshBackward0", lambda xp, x: xp.cosh(x), "F.mul_(F.sinh(self), grad)", "Hyperbolic cosine.")
+asin = _unary("asin", "AsinBackward0", lambda xp, x: xp.asin(x), "grad * F.rsqrt(-self * self + 1)", "Arcsine.")
+acos = _unary("acos", "AcosBackward0", lambda xp, x: xp.acos(x), "grad * -F.rsqrt(-self * self + 1)", "Arccosine.")
+atan = _unary("atan", "AtanBackward0", lambda xp, x: xp.atan(x), "grad / (self * self + 1)", "Arctangent.")
+# torch's 2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad, with its operand order (MulBackward1, then MulBackward0)
+erf = _unary("erf", "ErfBackward0", _erf, "1.1283791670955126 * F.exp(-(self ** 2)) * grad", "The error function.")
+# Rounding: a zero gradient; integers keep their dtype and values, bool has no kernel (torch's message)
+floor = _unary("floor", "FloorBackward0", _integers_kept(lambda xp, x: xp.floor(x)), "F.zeros_like(grad)",
+               "Round down to an integer value.", keep_int=True, kernel="floor_vml_cpu")
+ceil = _unary("ceil", "CeilBackward0", _integers_kept(lambda xp, x: xp.ceil(x)), "F.zeros_like(grad)",
+              "Round up to an integer value.", keep_int=True, kernel="ceil_vml_cpu")
+trunc = _unary("trunc", "TruncBackward0", _integers_kept(lambda xp, x: xp.trunc(x)), "F.zeros_like(grad)",
+               "Round toward zero to an integer value.", keep_int=True, kernel="trunc_vml_cpu")
+frac = _unary("frac", "FracBackward0", lambda xp, x: x - xp.trunc(x), "grad",
+              "The fractional part, x - trunc(x) (floats only).", kernel="frac_cpu")
+
+
+def _round_decimals(xp, x, decimals):
+    """torch's kernel: 10 ** |decimals| in the tensor's dtype (float for half), then
+    nearbyint(x * p) / p, or nearbyint(x / p) * p for negative decimals (halves to even)."""
+    work = x if x.dtype != getattr(xp, "float16", None) else xp.astype(x, xp.float32)
+    p = xp.asarray(10.0 ** (decimals if decimals >= 0 else -decimals), dtype=work.dtype)
+    out = xp.round(work * p) / p if decimals >= 0 else xp.round(work / p) * p
+    return out if out.dtype == x.dtype else xp.astype(out, x.dtype)
+
+
+RoundBackward0 = define_node("RoundBackward0", forward=_integers_kept(lambda xp, x: xp.round(x)),
+                             self="F.zeros_like(grad)")
+RoundBackward1 = define_node("RoundBackward1", attrs=("decimals",), forward=_round_decimals, self="F.zeros_like(grad)")
+
+
+@op(RoundBackward0, RoundBackward1, inplace=True)
+def round(input, *, decimals=None):
+    """Round to the nearest integer, halves to even; to ``decimals`` places when given (RoundBackward1)."""
+    # decimals=None rather than torch's 0: torch records RoundBackward1 whenever decimals is passed, 0 included
+    if decimals is None:
+        input, data = _unary_input("round", input, True, "round_vml_cpu")
+        return apply1(RoundBackward0, input, data)
+    if isinstance(decimals, bool) or not isinstance(decimals, int):
+        raise GradTypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}")
+    input, data = _unary_input("round", input, False, "round_cpu")
+    return apply1(RoundBackward1, input, data, (decimals,))
+
+
 SignBackward0 = define_node(
     "SignBackward0", forward=lambda xp, x: xp.where(x == x, xp.sign(x), xp.zeros_like(x)),  # sign(nan) is 0
     self="F.zeros_like(grad)")
@@ -515,6 +651,192 @@ def minimum(input, other):
     return _binary(MinimumBackward0, input, other, (), "minimum")
 
 
+# -- two-argument math: atan2, hypot, remainders, floor division ----------------------------------------
+
+def _tensor_arguments(name, input, other):
+    """torch's message for a number where atan2 and hypot take only tensors."""
+    for value, which in ((input, "'input' (position 1)"), (other, "'other' (position 2)")):
+        if value.__class__ is not Tensor:
+            raise GradTypeError(f"{name}(): argument {which} must be Tensor, not {type(value).__name__}")
+
+
+def atan2_reciprocal(F, a, b):
+    """torch's atan2_backward: 1 / (a * a + b * b), 0 where that sum is 0 (atan2(0, 0))."""
+    d = a * a + b * b
+    return F.masked_fill(F.reciprocal(d), d == 0, 0)
+
+
+Atan2Backward0 = define_node(
+    "Atan2Backward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: xp.atan2(a, b),
+    self="grad * other * atan2_reciprocal(F, self, other)",
+    other="grad * -self * atan2_reciprocal(F, self, other)")
+HypotBackward0 = define_node(
+    "HypotBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: xp.hypot(a, b),
+    self="grad * self / result", other="grad * other / result")
+
+
+@op(Atan2Backward0, inplace=True)
+def atan2(input, other):
+    """The angle of the point (other, input): arctan(input / other) in the right quadrant, broadcasting."""
+    _tensor_arguments("atan2", input, other)
+    if not input.dtype.is_floating_point and not other.dtype.is_floating_point:
+        input = input.to(_dt.DEFAULTS.float)  # integers give the default float, as torch
+    return _binary(Atan2Backward0, input, other, (), "atan2")
+
+
+@op(HypotBackward0, inplace=True)
+def hypot(input, other):
+    """sqrt(input ** 2 + other ** 2), broadcasting, without overflow (floats only)."""
+    _tensor_arguments("hypot", input, other)
+    kind = _dt.result_type((input, other))
+    if _dt.DTYPES[kind].category < 2:
+        raise KernelTypeError(f'"hypot_cpu" not implemented for \'{_scalar_type(_dt.DTYPES[kind])}\'')
+    return _binary(HypotBackward0, input, other, (), "hypot")
+
+
+def _fmod(xp, a, b):
+    """C's fmod: the remainder of the truncated division, with the dividend's sign, exact. The
+    array API has only Python's remainder (the divisor's sign): fmod is then that of |a| and |b|,
+    given a's sign (array-api-strict)."""
+    fmod = getattr(xp, "fmod", None)
+    if fmod is not None:
+        return fmod(a, b)
+    r = xp.remainder(xp.abs(a), xp.abs(b) if hasattr(b, "shape") else (-b if b < 0 else b))
+    return xp.copysign(r, a) if _is_kind(xp, r, "f") else xp.where(a < 0, -r, r)
+
+
+def _remainder(xp, a, b):
+    """torch's remainder: fmod moved by one divisor where its sign differs from the divisor's. A zero
+    keeps fmod's sign (NumPy's remainder gives it the divisor's: -0.0 % 2 is 0.0 there, -0.0 in torch)."""
+    mod = _fmod(xp, a, b)
+    return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
+def divide_rounded(xp, a, b, mode):
+    """``a / b`` rounded as div's ``rounding_mode``: "floor" is floor division (NumPy's, torch's
+    algorithm); "trunc" is trunc(a / b) on floats, as torch, and exact on integers."""
+    if mode == "floor":
+        return xp.floor_divide(a, b)
+    if _is_kind(xp, a, "f") or isinstance(b, float) or hasattr(b, "dtype") and _is_kind(xp, b, "f"):
+        return xp.trunc(a / b)
+    q = xp.floor_divide(a, b)
+    return xp.where((q * b != a) & ((a < 0) != (b < 0)), q + 1, q)  # floor, moved up where it went below
+
+
+def not_implemented(aten):
+    raise AutogradError(f"derivative for {aten} is not implemented")
+
+
+formula_helpers(atan2_reciprocal=atan2_reciprocal, not_implemented=not_implemented)
+
+
+def _not_implemented(aten, inputs, forward, attrs=()):
+    """torch's node for an op derivatives.yaml has no formula for (floor_divide, a number's remainder
+    by a tensor): recorded like any other, named NotImplemented whatever the op, and its backward
+    fails with torch's error when it is reached. It has an edge for each operand that requires grad,
+    and no other (``grad_edges_only``: a tensor that does not is kept as a number is). Each use is a
+    class of its own under that one name (the node table keeps the last); the ops list none of them:
+    they have no gradient to show."""
+    text = f"not_implemented('{aten}')"
+    cls = define_node("NotImplemented", inputs=inputs, attrs=attrs, forward=forward, **{i: text for i in inputs})
+    cls.grad_edges_only = True
+    return cls
+
+
+FmodBackward0 = define_node("FmodBackward0", attrs=("other",), forward=_fmod, self="grad")
+FmodBackward1 = define_node("FmodBackward1", inputs=("self", "other"), broadcasts=True, forward=_fmod,
+                            self="grad", other="-grad * F.div_rounded(self, other, 'trunc')")
+RemainderBackward0 = define_node("RemainderBackward0", attrs=("other",), forward=_remainder, self="grad")
+RemainderBackward1 = define_node("RemainderBackward1", inputs=("self", "other"), broadcasts=True,
+                                 forward=_remainder, self="grad",
+                                 other="-grad * F.div_rounded(self, other, 'floor')")
+# the number first (2 % x, 2 // x): a 0-d array of the result's dtype, kept as the node's attribute
+_REMAINDER_OF_NUMBER = _not_implemented("aten::remainder", ("other",), lambda xp, b, a: _remainder(xp, a, b),
+                                        attrs=("self",))
+_FLOOR_DIVIDE_NUMBER = _not_implemented("aten::floor_divide", ("other",), lambda xp, b, a: xp.floor_divide(a, b),
+                                        attrs=("self",))
+_FLOOR_DIVIDE_BY_NUMBER = _not_implemented("aten::floor_divide", ("self",), lambda xp, a, b: xp.floor_divide(a, b),
+                                           attrs=("other",))
+_FLOOR_DIVIDE = _not_implemented("aten::floor_divide", ("self", "other"), lambda xp, a, b: xp.floor_divide(a, b))
+
+
+def _divide(name, kernel, input, other, tensor_cls, number_cls, number_first=None, attrs=()):
+    """fmod, remainder, floor_divide and div's rounding modes: ``tensor_cls`` records a tensor
+    divisor, ``number_cls`` a number (its attribute, or a wrapped number with no edge where it has two
+    inputs), ``number_first`` a number divided by a tensor (None: torch takes none). Operands are
+    promoted as torch's; bool results have no ``kernel`` (torch's message), and an integer division by
+    zero fails as torch's does."""
+    if input.__class__ is not Tensor and number_first is not None and other.__class__ is Tensor \
+            and isinstance(input, _SCALARS):
+        number = as_tensor_arg(input, other)  # torch's wrapped number: the tensor's dtype unless of a higher kind
+        a, b = _operands(number, other, name) or (number._data, other._data)
+        _check_division(kernel, number, other, other._backend.xp, b)
+        if number_first._arity == 2:
+            return apply(number_first, (number, other), attrs, [a, b])
+        return apply(number_first, (other,), (a, *attrs), [b])
+    if input.__class__ is not Tensor or other.__class__ is not Tensor and not isinstance(other, _SCALARS):
+        got = f"{type(input).__name__}, {type(other).__name__}" + (", rounding_mode=str" if attrs else "")
+        raise GradTypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected "
+                            f"one of:\n" + "".join(f" * ({s})\n" for s in _SIGNATURES[name]))
+    arrays = _operands(input, other, name)
+    a, b = arrays if arrays is not None else (input._data, other._data if other.__class__ is Tensor else other)
+    _check_division(kernel, input, other, input._backend.xp, b)
+    if other.__class__ is Tensor:
+        if getattr(tensor_cls, "grad_edges_only", False) and not (input._requires_grad and other._requires_grad):
+            if other._requires_grad:
+                return apply(number_first, (other,), (a, *attrs), [b])
+            return apply(number_cls, (input,), (b, *attrs), [a])
+        return apply(tensor_cls, (input, other), attrs, [a, b])
+    if number_cls._arity == 2:
+        return apply(number_cls, (input, other), attrs, [a, b])
+    return apply(number_cls, (input,), (b, *attrs), [a])
+
+
+# torch's overloads, as its message for arguments that fit none lists them (without its per-overload details)
+_SIGNATURES = {
+    "fmod": ("Tensor input, Tensor other, *, Tensor out = None", "Tensor input, Number other, *, Tensor out = None"),
+    "remainder": ("Tensor input, Tensor other, *, Tensor out = None", "Number self, Tensor other",
+                  "Tensor input, Number other, *, Tensor out = None"),
+    "floor_divide": ("Tensor input, Tensor other, *, Tensor out = None", "Tensor input, Number other"),
+    "div": ("Tensor input, Tensor other, *, Tensor out = None",
+            "Tensor input, Tensor other, *, str rounding_mode, Tensor out = None",
+            "Tensor input, Number other, *, str rounding_mode"),
+}
+
+
+def _check_division(kernel, input, other, xp, b):
+    """No bool kernel, and no integer division by zero (``b``: the divisor's array or number)."""
+    category = _dt.DTYPES[_dt.result_type((input, other))].category
+    if category == 2:
+        return
+    if category == 0:
+        raise KernelTypeError(f'"{kernel}" not implemented for \'Bool\'')
+    if (b == 0) if not hasattr(b, "shape") else bool(xp.any(b == 0)):
+        raise RuntimeTypeError("ZeroDivisionError")
+
+
+@op(FmodBackward0, FmodBackward1, inplace=True)
+def fmod(input, other):
+    """The remainder of the division truncated toward zero (C's fmod): the dividend's sign."""
+    return _divide("fmod", "fmod_cpu", input, other, FmodBackward1, FmodBackward0)
+
+
+@op(RemainderBackward0, RemainderBackward1, operator="a % b", reflected=lambda a, b: remainder(b, a),
+    inplace="a %= b")
+def remainder(input, other):
+    """Python's modulus, ``input % other``: the remainder of the floor division, the divisor's sign."""
+    return _divide("remainder", "remainder_cpu", input, other, RemainderBackward1, RemainderBackward0,
+                   _REMAINDER_OF_NUMBER)
+
+
+# torch records a NotImplemented node (its output requires grad) whose backward fails: no gradient
+@op(operator="a // b", reflected=lambda a, b: floor_divide(b, a), inplace="a //= b", differentiable=False)
+def floor_divide(input, other):
+    """``input // other``: the quotient rounded down (torch has no gradient for it)."""
+    return _divide("floor_divide", "div_floor_cpu", input, other, _FLOOR_DIVIDE, _FLOOR_DIVIDE_BY_NUMBER,
+                   _FLOOR_DIVIDE_NUMBER)
+
+
 WhereBackward0 = define_node(
     "WhereBackward0", inputs=("self", "other"), attrs=("condition",), broadcasts=True,
     forward=lambda xp, a, b, cond: xp.where(cond, a, b),
@@ -666,6 +988,28 @@ def _bool_op(name, symbol, fn_name, operator):
 
 logical_and = _bool_op("logical_and", "and", "logical_and", "a & b")
 logical_or = _bool_op("logical_or", "or", "logical_or", "a | b")
+
+
+def _predicate(name, forward, doc):
+    """One declaration for a test of each element (``isnan``): a bool tensor, never differentiable."""
+    def predicate(input):
+        if input.__class__ is not Tensor:
+            raise GradTypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        return Tensor._make(forward(input._backend.xp, input._data), input._backend)
+    predicate.__name__ = predicate.__qualname__ = name
+    predicate.__doc__ = doc
+    return op(differentiable=False, category="comparison")(predicate)
+
+
+# integers and bools are never NaN nor infinite: x != x is all False for them (what isnan is for floats)
+isnan = _predicate("isnan", lambda xp, x: xp.isnan(x) if _is_kind(xp, x, "f") else x != x,
+                   "True where an element is NaN.")
+isinf = _predicate("isinf", lambda xp, x: xp.isinf(x) if _is_kind(xp, x, "f") else x != x,
+                   "True where an element is infinite, of either sign.")
+isfinite = _predicate("isfinite", lambda xp, x: xp.isfinite(x) if _is_kind(xp, x, "f") else x == x,
+                      "True where an element is neither infinite nor NaN.")
+logical_not = _predicate("logical_not", lambda xp, x: xp.logical_not(x) if _is_kind(xp, x, "b") else x == 0,
+                         "Elementwise logical not: True where an element is zero (or False).")
 
 
 # -- in-place updates -----------------------------------------------------------------------------------

@@ -36,8 +36,9 @@ from ..errors import GradTypeError
 _DUNDERS = {
     "a + b": "add", "a - b": "sub", "a * b": "mul", "a / b": "truediv", "a @ b": "matmul", "a ** b": "pow",
     "a < b": "lt", "a <= b": "le", "a > b": "gt", "a >= b": "ge", "a == b": "eq", "a != b": "ne",
-    "a & b": "and", "a | b": "or", "-a": "neg", "abs(a)": "abs",
-    "a += b": "iadd", "a -= b": "isub", "a *= b": "imul", "a /= b": "itruediv",
+    "a & b": "and", "a | b": "or", "-a": "neg", "abs(a)": "abs", "a % b": "mod", "a // b": "floordiv",
+    "a += b": "iadd", "a -= b": "isub", "a *= b": "imul", "a /= b": "itruediv", "a %= b": "imod",
+    "a //= b": "ifloordiv",
 }
 # The array operation each fast operator path runs (``fast=True``): the operator itself.
 _ARRAY_OPERATORS = {"a + b": _operator.add, "a - b": _operator.sub, "a * b": _operator.mul,
@@ -143,16 +144,18 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
         if operator is not None:
             _install_operator(info, reflected, fast)
         if inplace:
-            _register_inplace(fn, fname, inplace)
+            _register_inplace(fn, fname, inplace, differentiable)
         return fn
     return register
 
 
-def _register_inplace(fn, fname: str, inplace) -> None:
+def _register_inplace(fn, fname: str, inplace, differentiable: bool = True) -> None:
     from .inplace import TORCH_FUNCTIONS, inplace_variant
     iname = fname + "_"
+    # the variant has a gradient where its out-of-place op has one (floor_divide_ has none)
     op(operator=inplace if isinstance(inplace, str) else None, category="in-place", name=iname,
-       namespaces=("torch",) if iname in TORCH_FUNCTIONS else ())(inplace_variant(fn, iname))
+       namespaces=("torch",) if iname in TORCH_FUNCTIONS else (), differentiable=differentiable)(
+        inplace_variant(fn, iname))
 
 
 def module_form(module: str, fn) -> None:

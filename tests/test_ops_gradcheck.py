@@ -33,6 +33,7 @@ BINARY = {
     "div": lambda a, b: gc.div(a, b), "maximum": gc.maximum, "minimum": gc.minimum,
     "pow": lambda a, b: gc.pow(a, b), "operators": lambda a, b: (a * b - a / b) ** 2 + -a,
     "add_alpha": lambda a, b: gc.add(a, b, alpha=0.5), "rsub": lambda a, b: 2.0 - a * b,
+    "atan2": gc.atan2, "hypot": gc.hypot, "fmod": gc.fmod, "remainder": lambda a, b: a % b,
 }
 
 
@@ -43,6 +44,14 @@ def test_binary(name, shapes, seed):
     sa, sb = shapes.input_shapes
     if name in ("div", "pow", "operators"):
         a, b = leaf(values(seed, sa, 0.5, 2.0)), leaf(values(seed + 1, sb, 0.5, 2.0))
+    elif name in ("atan2", "hypot", "fmod", "remainder"):
+        # b in (0.5, 2): off atan2's branch cut and hypot's kink at the origin
+        a, b = leaf(values(seed, sa, -3.0, 3.0)), leaf(values(seed + 1, sb, 0.5, 2.0) * (-1 if seed % 2 else 1))
+        if name in ("fmod", "remainder"):  # each jumps where a / b is an integer: keep clear of those
+            q = np.broadcast_arrays(a.detach()._data, b.detach()._data)
+            q = q[0] / q[1]
+            if np.any(np.abs(q - np.rint(q)) < 0.05):
+                return
     elif name in ("maximum", "minimum"):
         a = leaf(values(seed, sa))
         b = leaf(values(seed + 1, sb) + 5.0 * (np.arange(np.prod(sb)).reshape(sb) % 2 - 0.5) * 0.3)
@@ -80,9 +89,18 @@ UNARY = {
     "clamp_min_fn": (lambda x: gc.clamp_min(x, 0.1), -2, 2), "clamp_max_fn": (lambda x: x.clamp_max(0.3), -2, 2),
     "exp_": (lambda x: (x * 1).exp_(), -2, 2), "sin_": (lambda x: (x * 1).sin_(), -3, 3),
     "pow_": (lambda x: (x * 1).pow_(3), -2, 2), "sigmoid_": (lambda x: (x * 1).sigmoid_(), -3, 3),
+    "exp2": (gc.exp2, -2, 2), "log2": (gc.log2, 0.2, 3), "log10": (gc.log10, 0.2, 3), "sinh": (gc.sinh, -2, 2),
+    "cosh": (gc.cosh, -2, 2), "asin": (gc.asin, -0.9, 0.9), "acos": (gc.acos, -0.9, 0.9), "atan": (gc.atan, -3, 3),
+    "erf": (gc.erf, -3, 3), "frac": (gc.frac, -2, 2), "floor": (gc.floor, -2, 2), "ceil": (gc.ceil, -2, 2),
+    "trunc": (gc.trunc, -2, 2), "round": (gc.round, -2, 2), "fmod_number": (lambda x: gc.fmod(x, 0.7), -2, 2),
+    "remainder_number": (lambda x: x % 0.7, -2, 2), "atan2_": (lambda x: (x * 1).atan2_(x * x + 0.5), -2, 2),
 }
 KINKS = {"abs": 0.0, "relu": 0.0, "clamp": (-0.5, 0.7), "clamp_min": 0.1, "clamp_max": 0.3, "where": 0.0,
-         "clamp_min_fn": 0.1, "clamp_max_fn": 0.3}
+         "clamp_min_fn": 0.1, "clamp_max_fn": 0.3,
+         # the steps of the rounding ops and remainders (a zero gradient elsewhere, or 1)
+         "frac": (-1.0, 0.0, 1.0), "floor": (-1.0, 0.0, 1.0), "ceil": (-1.0, 0.0, 1.0), "trunc": (-1.0, 0.0, 1.0),
+         "round": (-1.5, -0.5, 0.5, 1.5), "fmod_number": (-1.4, -0.7, 0.7, 1.4),
+         "remainder_number": (-1.4, -0.7, 0.0, 0.7, 1.4)}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))

@@ -69,6 +69,26 @@ OPS = {
     **{name: ((lambda n: lambda L, a: getattr(L, n)(a))(name), (A,)) for name in
        ("exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid", "reciprocal")},
     "abs": (lambda L, a: L.abs(a), (SIGNED,)), "relu": (lambda L, a: L.relu(a), (SIGNED,)),
+    # more pointwise ops: inputs in each op's domain (asin/acos in (-0.8, 0.8), logs of positives),
+    # rounding away from ties, remainders of broadcast tensors and of numbers, predicates as masks
+    **{name: ((lambda n: lambda L, a: getattr(L, n)(a))(name), (SIGNED / 2.5,)) for name in
+       ("exp2", "sinh", "cosh", "asin", "acos", "atan", "erf")},
+    "log2": (lambda L, a: L.log2(a), (A,)), "log10": (lambda L, a: a.log10(), (A,)),
+    **{name: ((lambda n: lambda L, a: getattr(L, n)(a))(name), (SIGNED * 3,)) for name in
+       ("floor", "ceil", "trunc", "round", "frac")},
+    "round_decimals": (lambda L, a: L.round(a, decimals=1), (SIGNED,)),
+    "round_neg_decimals": (lambda L, a: (a * 40).round(decimals=-1), (SIGNED,)),
+    "atan2": (lambda L, a, b: L.atan2(a, b), (SIGNED, V3 - 1.2)), "atan2_0d": (lambda L, a, b: a.atan2(b.sum()), (SIGNED, V3)),
+    "hypot": (lambda L, a, b: L.hypot(a, b), (SIGNED, V3)),
+    "fmod": (lambda L, a, b: L.fmod(a, b), (SIGNED * 3, V3)), "fmod_scalar": (lambda L, a: L.fmod(a, 0.7), (SIGNED * 3,)),
+    "remainder": (lambda L, a, b: a % b, (SIGNED * 3, -V3)), "remainder_scalar": (lambda L, a: a % 1.5, (SIGNED,)),
+    "remainder_fn": (lambda L, a, b: L.remainder(a, b), (V3 * 4, A)),
+    "div_floor": (lambda L, a, b: L.div(a, b, rounding_mode="floor"), (SIGNED * 3, V3)),
+    "div_trunc_scalar": (lambda L, a: L.div(a, 0.7, rounding_mode="trunc"), (SIGNED * 3,)),
+    "exp2_inplace": (lambda L, a: (a * 1).exp2_(), (SIGNED,)), "atan2_inplace": (lambda L, a, b: (a * 1).atan2_(b), (A, B)),
+    "remainder_inplace": (lambda L, a: (a * 1).remainder_(0.6), (SIGNED,)),
+    "predicates_as_masks": (lambda L, a: L.where(L.logical_not(L.isfinite(L.log(a))) | L.isnan(a) | L.isinf(a), a, a * 2),
+                            (SIGNED,)),
     "clamp": (lambda L, a: L.clamp(a, -0.5, 0.5), (SIGNED,)), "clamp_min": (lambda L, a: L.clamp(a, min=0.1), (SIGNED,)),
     "clamp_tensor": (lambda L, a, b: L.clamp(a, min=b), (SIGNED, B - 1)),
     "maximum": (lambda L, a, b: L.maximum(a, b), (SIGNED, B - 1)), "minimum": (lambda L, a, b: L.minimum(a, b), (SIGNED, B - 1)),

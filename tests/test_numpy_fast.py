@@ -267,3 +267,34 @@ def test_broadcast_to_kept_strides_give_numpys_view_again():
             for shape in [(2, 3), (4, 2, 3), (3,), (2, 2, 1), (2, 2, 3)]:
                 _check("broadcast_to", a, shape)
     assert ((3,), (4,), (2, 3)) in numpy_fast._STRIDES and ((3,), (8,), (2, 3)) in numpy_fast._STRIDES
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_tril_triu(key):
+    a = _arrays()[key]
+    for k in (-3, -1, 0, 1, 2, 5):
+        _check("tril", a, k)
+        _check("triu", a, k)
+    _check("tril", a, 1.5)  # not an int: NumPy's own
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_roll(key):
+    a = _arrays()[key]
+    for axis in range(-a.ndim - 1, a.ndim + 1):
+        for shift in (-7, -1, 0, 1, 2, 9):
+            _check("roll", a, shift, axis)
+    _check("roll", a, 3)  # flattened
+    if a.ndim >= 2:
+        for shift, axis in [((1, 2), (0, 1)), ((1, -2), (0, 0)), ((1,), (0, 1)), ((1, 2), (1, -1)), (1, (0, 1))]:
+            _check("roll", a, shift, axis)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_cumulative_sum_and_prod(key):
+    a = _arrays()[key]
+    for name in ("cumulative_sum", "cumulative_prod"):
+        for axis in [None] + list(range(-a.ndim - 1, a.ndim + 1)):
+            for dtype in (None, np.float64, np.int64):
+                _check(name, a, axis=axis, dtype=dtype)
+        _check(name, a, axis=0, include_initial=True)

@@ -118,6 +118,58 @@ class NumPyNamespace:
         return _np.broadcast_to(x, shape, subok=subok)
 
     @staticmethod
+    def tril(m, k=0):
+        """np.tril: ``where(tri mask, m, 0)``, the mask kept per (rows, columns, k)."""
+        if m.__class__ is _ndarray and m.ndim >= 2 and k.__class__ is int:
+            return _where(_triangle(m.shape[-2], m.shape[-1], k), m, _zeros(1, m.dtype))
+        return _np.tril(m, k=k)
+
+    @staticmethod
+    def triu(m, k=0):
+        """np.triu: ``where(tri mask for k - 1, 0, m)``, the mask kept as tril's."""
+        if m.__class__ is _ndarray and m.ndim >= 2 and k.__class__ is int:
+            return _where(_triangle(m.shape[-2], m.shape[-1], k - 1), _zeros(1, m.dtype), m)
+        return _np.triu(m, k=k)
+
+    @staticmethod
+    def roll(a, shift, axis=None):
+        """np.roll along given axes of a C-contiguous array (the layout its ``empty_like`` result
+        has then): each axis's two slices concatenated in their new order."""
+        if a.__class__ is _ndarray and axis is not None and a.flags.c_contiguous and a.size:
+            shifts = shift if shift.__class__ is tuple else (shift,)
+            axes = axis if axis.__class__ is tuple else (axis,)
+            if len(shifts) == len(axes) and all(s.__class__ is int for s in shifts) and all(
+                    d.__class__ is int and -a.ndim <= d < a.ndim for d in axes):
+                moves = {}
+                for s, d in zip(shifts, axes):  # np.roll adds the shifts of a repeated axis
+                    moves[d % a.ndim] = moves.get(d % a.ndim, 0) + s
+                out = a
+                for d, s in moves.items():
+                    n = a.shape[d]
+                    s %= n
+                    if s:
+                        lead = (slice(None),) * d
+                        out = _concatenate((out[lead + (slice(n - s, None),)], out[lead + (slice(0, n - s),)]), axis=d)
+                return a.copy() if out is a else out
+        return _np.roll(a, shift, axis=axis)
+
+    @staticmethod
+    def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        """np.cumulative_sum is ``add.accumulate`` along an axis (given for two or more dims)."""
+        if x.__class__ is _ndarray and x.ndim and out is None and not include_initial and (
+                axis is not None or x.ndim == 1):
+            return _np.add.accumulate(x, axis=0 if axis is None else axis, dtype=dtype)
+        return _np.cumulative_sum(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+
+    @staticmethod
+    def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+        """np.cumulative_prod, as cumulative_sum: ``multiply.accumulate``."""
+        if x.__class__ is _ndarray and x.ndim and out is None and not include_initial and (
+                axis is not None or x.ndim == 1):
+            return _np.multiply.accumulate(x, axis=0 if axis is None else axis, dtype=dtype)
+        return _np.cumulative_prod(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+
+    @staticmethod
     def zeros_like(x, dtype=None):
         """For a C-contiguous array (the layout np.zeros_like keeps), np.zeros of its shape."""
         if x.__class__ is _ndarray and x.flags.c_contiguous:
@@ -198,6 +250,22 @@ class NumPyNamespace:
         if x.__class__ is _ndarray:
             return x.nonzero()
         return _np.nonzero(x)
+
+
+def _triangle(rows, columns, k):
+    """np.tri(rows, columns, k, dtype=bool), read-only, kept per shape and k (a program repeats a few)."""
+    key = (rows, columns, k)
+    mask = _TRIANGLES.get(key)
+    if mask is None:
+        if len(_TRIANGLES) >= 1024:
+            _TRIANGLES.clear()
+        mask = _TRIANGLES[key] = _np.tri(rows, columns, k, dtype=bool)
+        mask.flags.writeable = False
+    return mask
+
+
+_TRIANGLES: dict = {}
+_where = _np.where
 
 
 def mean_of(x, axis, keepdims):

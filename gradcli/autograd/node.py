@@ -324,8 +324,9 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "apply": _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n),
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
-    # recording fast path: (save input 0, save input 1, save result) for up to two inputs.
-    if k <= 2:
+    # recording fast path: (save input 0, save input 1, save result) for up to two inputs; the
+    # general path (new_node) reads those of three and four inputs (lerp, addcmul: 8 and 16 plans).
+    if k <= 4:
         cls._mask_plans = tuple(_plan_for(cls, tuple(bool(m >> i & 1) for i in range(k))) for m in range(1 << k))
     if forward is not None:
         cls.forward = staticmethod(forward)
@@ -548,7 +549,7 @@ def _save_plan(cls, children):
     if "_uses" not in cls.__dict__:  # a hand-written node class: its declared saves
         return cls.save_inputs, cls.save_result
     key = tuple(c is not None for c in children)
-    if cls._mask_plans is not None:  # up to two inputs: precomputed by define_node
+    if cls._mask_plans is not None:  # up to four inputs: precomputed by define_node
         full = cls._mask_plans[sum(1 << i for i, wanted in enumerate(key) if wanted)]
     else:
         full = _plan_for(cls, key)

@@ -135,6 +135,8 @@ class NumPyNamespace:
     def roll(a, shift, axis=None):
         """np.roll along given axes of a C-contiguous array (the layout its ``empty_like`` result
         has then): each axis's two slices concatenated in their new order."""
+        if a.__class__ is _ndarray and axis is None and a.flags.c_contiguous and a.size and shift.__class__ is int:
+            return NumPyNamespace.roll(a.reshape(-1), shift, 0).reshape(a.shape)  # np.roll's own way, by the view
         if a.__class__ is _ndarray and axis is not None and a.flags.c_contiguous and a.size:
             shifts = shift if shift.__class__ is tuple else (shift,)
             axes = axis if axis.__class__ is tuple else (axis,)

@@ -1049,17 +1049,23 @@ _TYPE_META = {"float32": "float", "float64": "double", "float16": "c10::Half", "
               "int32": "int", "bool": "bool"}
 
 
-def _ternary(name, tensors, arg_names):
+def _ternary(name, tensors, arg_names) -> bool:
     """Three tensor arguments on one device whose shapes broadcast (torch's pairwise message, the
-    shapes folded in argument order as TensorIterator does), the result checked against the limits."""
+    shapes folded in argument order as TensorIterator does), the result checked against the limits.
+    Returns whether they are NumPy arrays of one floating dtype (the usual call: nothing to promote)."""
     for t, arg in zip(tensors, arg_names):
         if t.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
-    out = tensors[0]._data.shape
+    first = tensors[0]._data
+    out = first.shape
+    same = first.__class__ is _ndarray and first.dtype.kind == "f"
     for t in tensors[1:]:
-        if t._data.shape != out:
-            out = _broadcast_shape(tuple(out), tuple(t._data.shape))
+        data = t._data
+        if data.shape != out:
+            out = _broadcast_shape(tuple(out), tuple(data.shape))
+        same = same and data.__class__ is _ndarray and data.dtype == first.dtype
     check_numel(out)
+    return same
 
 
 def _lerp_number(xp, a, b, weight):
@@ -1090,7 +1096,9 @@ def lerp(input, end, weight):
     number = weight.__class__ is not Tensor
     if number and not isinstance(weight, _SCALARS):
         raise GradTypeError(f"lerp(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
-    _ternary("lerp", (input, end) if number else (input, end, weight), ("input", "end", "weight"))
+    if _ternary("lerp", (input, end) if number else (input, end, weight), ("input", "end", "weight")):
+        return apply(LerpBackward0, (input, end), (weight,)) if number else \
+            apply(LerpBackward1, (input, end, weight), ())  # one float dtype: nothing to check or cast
     dtype = input.dtype.name
     if end.dtype.name != dtype:
         raise RuntimeTypeError(f"expected dtype {_TYPE_META.get(dtype, dtype)} for `end` but got dtype "
@@ -1128,7 +1136,8 @@ def _addc(name, cls, input, tensor1, tensor2, value):
     if not isinstance(value, _SCALARS):
         raise GradTypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
     tensors = (input, tensor1, tensor2)
-    _ternary(name, tensors, ("input", "tensor1", "tensor2"))
+    if _ternary(name, tensors, ("input", "tensor1", "tensor2")):
+        return apply(cls, tensors, (value,))  # one float dtype: nothing to promote
     if name == "addcdiv" and not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeTypeError(
             "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "

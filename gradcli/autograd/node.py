@@ -299,7 +299,9 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
             texts.append((inp, "non_differentiable"))
             uses.append(frozenset())
             continue
-        read = frozenset(compile(text, f"<{name}.{inp}>", "eval").co_names)  # the names it reads
+        # the names it reads (and any other identifier in its text: a superset that only the
+        # inputs', "result" and "<input>_sizes" are looked up in); compiled on first use (_Formulas)
+        read = frozenset(_IDENTIFIERS(text))
         used.update(read)
         uses.append(read)
         specs.append((name, inp, params, text))
@@ -497,7 +499,8 @@ class _Formulas:
     at import and a run uses a few, so compiling every formula into its function up front cost
     ~4 ms of every start. The first read (``node.formulas`` or ``cls.formulas``) compiles them and
     puts the tuple on the class in this descriptor's place, so later reads are a plain class
-    attribute. (A formula's syntax is still checked at declaration, where its names are read.)"""
+    attribute. (Its names are read at declaration from its text, without compiling it; a test
+    compiles every declared formula.)"""
 
     __slots__ = ("specs",)
 
@@ -527,6 +530,7 @@ def _compile_formula(node_name: str, input_name: str, params, text: str):
 
 
 _FORMULA_GLOBALS: dict = {"__builtins__": {}}
+_IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").findall  # a formula's names, without compiling it (start-up)
 
 
 def formula_helpers(**helpers) -> None:

@@ -49,6 +49,7 @@ def environment(lib):
     values in [0.5, 1.5) (log, sqrt, pow stay finite), a row that broadcasts, a 2x3 matrix, vectors."""
     def leaf(values, grad=True):
         return lib.tensor(values, requires_grad=grad)
+    lib.manual_seed(0)  # F.dropout's mask: torch's for the seed, so the two libraries' values agree
     return {
         "x": leaf([[0.9, 1.2], [0.7, 1.4]]),
         "y": leaf([[1.1, 0.6], [1.3, 0.8]]),
@@ -203,6 +204,23 @@ RECIPES = {
     "addcmul_": [("x * 1 then addcmul_(y, y)", lambda L, e: (e["x"] * 1).addcmul_(e["y"], e["y"]))],
     "addcdiv": [("addcdiv(x, y, row, value=0.5)", lambda L, e: L.addcdiv(e["x"], e["y"], e["row"], value=0.5))],
     "addcdiv_": [("x * 1 then addcdiv_(y, x)", lambda L, e: (e["x"] * 1).addcdiv_(e["y"], e["x"]))],
+    "gelu": [("F.gelu(h)", lambda L, e: _F(L).gelu(e["h"])),
+             ("F.gelu(h, approximate='tanh')", lambda L, e: _F(L).gelu(e["h"], approximate="tanh"))],
+    "silu": [("F.silu(h)", lambda L, e: _F(L).silu(e["h"]))],
+    "leaky_relu": [("F.leaky_relu(h, 0.2)", lambda L, e: _F(L).leaky_relu(e["h"], 0.2)),
+                   ("F.leaky_relu(h * 1, inplace=True)", lambda L, e: _F(L).leaky_relu(e["h"] * 1, inplace=True))],
+    "elu": [("F.elu(h)", lambda L, e: _F(L).elu(e["h"]))],
+    "softplus": [("F.softplus(h)", lambda L, e: _F(L).softplus(e["h"]))],
+    "hardtanh": [("F.hardtanh(h, -0.25, 0.5)", lambda L, e: _F(L).hardtanh(e["h"], -0.25, 0.5))],
+    "relu6": [("F.relu6(h)", lambda L, e: _F(L).relu6(e["h"]))],
+    "logsigmoid": [("F.logsigmoid(h)", lambda L, e: _F(L).logsigmoid(e["h"]))],
+    "softsign": [("F.softsign(h)", lambda L, e: _F(L).softsign(e["h"]))],
+    "tanhshrink": [("F.tanhshrink(h)", lambda L, e: _F(L).tanhshrink(e["h"]))],
+    "linear": [("F.linear(x, y)", lambda L, e: _F(L).linear(e["x"], e["y"])),
+               ("F.linear(x, y, row)", lambda L, e: _F(L).linear(e["x"], e["y"], e["row"])),
+               ("F.linear(b3, y, row)", lambda L, e: _F(L).linear(e["b3"], e["y"], e["row"]))],
+    "addmm": [("addmm(row, x, y)", lambda L, e: L.addmm(e["row"], e["x"], e["y"]))],
+    "dropout": [("F.dropout(x, 0.5)", lambda L, e: _F(L).dropout(e["x"], 0.5))],
 }
 
 # Families left out: creation functions and the legacy constructors (their outputs are leaves),

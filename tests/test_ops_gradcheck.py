@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import gradcli as gc
+from gradcli.ops import nn_functional as NF
 from helpers import clean_engine_state, gradcheck, leaf  # noqa: F401
 
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True)
@@ -94,13 +95,23 @@ UNARY = {
     "erf": (gc.erf, -3, 3), "frac": (gc.frac, -2, 2), "floor": (gc.floor, -2, 2), "ceil": (gc.ceil, -2, 2),
     "trunc": (gc.trunc, -2, 2), "round": (gc.round, -2, 2), "fmod_number": (lambda x: gc.fmod(x, 0.7), -2, 2),
     "remainder_number": (lambda x: x % 0.7, -2, 2), "atan2_": (lambda x: (x * 1).atan2_(x * x + 0.5), -2, 2),
+    # torch.nn.functional's activations
+    "gelu": (NF.gelu, -3, 3), "gelu_tanh": (lambda x: NF.gelu(x, approximate="tanh"), -3, 3), "silu": (NF.silu, -3, 3),
+    "leaky_relu": (lambda x: NF.leaky_relu(x, 0.2), -2, 2),
+    "leaky_relu_inplace": (lambda x: NF.leaky_relu(x * 1, 0.2, inplace=True), -2, 2),
+    "elu": (lambda x: NF.elu(x, 0.7), -2, 2), "elu_inplace": (lambda x: NF.elu(x * 1, inplace=True), -2, 2),
+    "softplus": (lambda x: NF.softplus(x, 2, 1.5), -2, 2), "hardtanh": (lambda x: NF.hardtanh(x, -0.5, 0.8), -2, 2),
+    "relu6": (lambda x: NF.relu6(x * 4), -2, 2), "logsigmoid": (NF.logsigmoid, -3, 3), "softsign": (NF.softsign, -2, 2),
+    "tanhshrink": (NF.tanhshrink, -2, 2), "dropout_p1": (lambda x: NF.dropout(x, 1.0), -2, 2),
 }
 KINKS = {"abs": 0.0, "relu": 0.0, "clamp": (-0.5, 0.7), "clamp_min": 0.1, "clamp_max": 0.3, "where": 0.0,
          "clamp_min_fn": 0.1, "clamp_max_fn": 0.3,
          # the steps of the rounding ops and remainders (a zero gradient elsewhere, or 1)
          "frac": (-1.0, 0.0, 1.0), "floor": (-1.0, 0.0, 1.0), "ceil": (-1.0, 0.0, 1.0), "trunc": (-1.0, 0.0, 1.0),
          "round": (-1.5, -0.5, 0.5, 1.5), "fmod_number": (-1.4, -0.7, 0.7, 1.4),
-         "remainder_number": (-1.4, -0.7, 0.0, 0.7, 1.4)}
+         "remainder_number": (-1.4, -0.7, 0.0, 0.7, 1.4),
+         "leaky_relu": 0.0, "leaky_relu_inplace": 0.0, "elu": 0.0, "elu_inplace": 0.0, "softplus": 0.75,
+         "hardtanh": (-0.5, 0.8), "relu6": (0.0, 1.5), "softsign": 0.0}
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -500,3 +511,16 @@ def test_second_derivatives_of_lerp_addcmul_addcdiv():
             return gx.sum() * gy * 1.5 + gz.sum()
 
         gradcheck(first, a, b, c, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (4, 2, 3)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_and_addmm(shape, bias):
+    """F.linear by each of torch's paths (addmm on the rows, matmul), and addmm with beta and alpha."""
+    x, w, b = leaf(values(1, shape)), leaf(values(2, (4, 3))), leaf(values(3, (4,)))
+    if bias:
+        gradcheck(lambda x, w, b: NF.linear(x, w, b), x, w, b)
+    else:
+        gradcheck(lambda x, w: NF.linear(x, w), x, w)
+    gradcheck(lambda c, a, m: gc.addmm(c, a, m, beta=0.5, alpha=2), leaf(values(4, (4,))), leaf(values(5, (2, 3))),
+              leaf(values(6, (3, 4))))

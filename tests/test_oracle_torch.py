@@ -55,6 +55,11 @@ V3 = R.uniform(0.5, 2.0, (3,))
 M34 = R.uniform(-1, 1, (3, 4))
 SIGNED = R.uniform(-2, 2, (2, 3))
 
+def NNF(L):
+    """torch.nn.functional, or gradcli's declarations of it."""
+    return L.nn.functional if L is torch else gc.ops.nn_functional
+
+
 OPS = {
     # pointwise binary, with broadcasting and Python scalars
     "add": (lambda L, a, b: a + b, (A, V3)), "add_alpha": (lambda L, a, b: L.add(a, b, alpha=2), (A, B)),
@@ -106,6 +111,31 @@ OPS = {
     "var": (lambda L, a: a.var(), (A,)), "std_dim": (lambda L, a: a.std(1), (A,)),
     "logsumexp": (lambda L, a: L.logsumexp(a, 1), (A,)), "softmax": (lambda L, a: L.softmax(a, 1), (A,)),
     "log_softmax": (lambda L, a: L.log_softmax(a, 0), (A,)),
+    # torch.nn.functional: activations (kinks inside SIGNED's range), linear, dropout off, losses, normalize, pad
+    "gelu": (lambda L, a: NNF(L).gelu(a), (SIGNED,)),
+    "gelu_tanh": (lambda L, a: NNF(L).gelu(a, approximate="tanh"), (SIGNED,)),
+    "silu": (lambda L, a: NNF(L).silu(a), (SIGNED,)),
+    "leaky_relu": (lambda L, a: NNF(L).leaky_relu(a), (SIGNED,)),
+    "leaky_relu_slope": (lambda L, a: NNF(L).leaky_relu(a, 0.2), (SIGNED,)),
+    "leaky_relu_inplace": (lambda L, a: NNF(L).leaky_relu(a * 1, 0.2, inplace=True), (SIGNED,)),
+    "elu": (lambda L, a: NNF(L).elu(a), (SIGNED,)), "elu_alpha": (lambda L, a: NNF(L).elu(a, alpha=0.5), (SIGNED,)),
+    "elu_inplace": (lambda L, a: NNF(L).elu(a * 1, inplace=True), (SIGNED,)),
+    "softplus": (lambda L, a: NNF(L).softplus(a), (SIGNED,)),
+    "softplus_beta": (lambda L, a: NNF(L).softplus(a, beta=2, threshold=1.5), (SIGNED,)),
+    "hardtanh": (lambda L, a: NNF(L).hardtanh(a), (SIGNED,)),
+    "hardtanh_bounds": (lambda L, a: NNF(L).hardtanh(a, -0.5, 1.5), (SIGNED,)),
+    "hardtanh_inplace": (lambda L, a: NNF(L).hardtanh(a * 1, inplace=True), (SIGNED,)),
+    "relu6": (lambda L, a: NNF(L).relu6(a * 4), (SIGNED,)),
+    "logsigmoid": (lambda L, a: NNF(L).logsigmoid(a), (SIGNED,)),
+    "softsign": (lambda L, a: NNF(L).softsign(a), (SIGNED,)), "tanhshrink": (lambda L, a: NNF(L).tanhshrink(a), (SIGNED,)),
+    "linear": (lambda L, a, w: NNF(L).linear(a, w), (A, M34.T)),
+    "linear_bias": (lambda L, a, w, b: NNF(L).linear(a, w, b), (A, M34.T, M34[0])),
+    "linear_1d_bias": (lambda L, a, w, b: NNF(L).linear(a, w, b), (V3, M34.T, M34[0])),
+    "linear_3d": (lambda L, a, w: NNF(L).linear(a, w), (np.stack([A, B]), M34.T)),
+    "linear_3d_bias": (lambda L, a, w, b: NNF(L).linear(a, w, b), (np.stack([A, B]), M34.T, M34[0])),
+    "addmm": (lambda L, c, a, b: L.addmm(c, a, b, beta=0.5, alpha=2), (M34[:2], A, M34)),
+    "dropout_eval": (lambda L, a: NNF(L).dropout(a * 2, 0.3, training=False), (A,)),
+    "dropout_p1": (lambda L, a: NNF(L).dropout(a, 1.0), (SIGNED,)),
     # linear algebra
     "mm": (lambda L, a, b: L.mm(a, b), (A, M34)), "mv": (lambda L, a, b: L.mv(a, b), (A, V3)),
     "dot": (lambda L, a, b: L.dot(a, b), (V3, V3 * 2)), "outer": (lambda L, a, b: L.outer(a, b), (V3, V3)),
@@ -409,7 +439,9 @@ def test_second_derivatives_match_torch(name):
 # (Issue 13: 97 of 146 entries matched before torch's Scalar overloads, SgnBackward0, sum_to, the fused
 # *BackwardBackward0 nodes, saved numbers as wrapped tensors and torch's operand orders; 148 of 157
 # before prod's branches (cumprod path with zeros), norm's p-branches and var_backward's unsqueeze.)
-GRAD_GRAPH_DIFFERS: set = set()
+# F.linear: torch's mm_mat1/mm_mat2_backward take the column-major branch for weight.t() (a transposed
+# product: TBackward0 around MmBackward0); gradcli's MmBackward0/AddmmBackward0 formulas read no strides.
+GRAD_GRAPH_DIFFERS: set = {"linear", "linear_bias", "linear_1d_bias", "linear_3d", "linear_3d_bias"}
 
 
 def _gradient_graphs_match(name):

@@ -12,6 +12,8 @@ from . import autograd_functional, nn_functional  # noqa: F401  (after the famil
 from . import formulas  # noqa: F401  (hands the engine its formula namespaces)
 from .indexing import embed, getitem, index_with_key  # noqa: F401  (used by formulas)
 from .linalg import bmm  # noqa: F401
+from .nn_functional import (elu_backward, gelu_backward, hardtanh_backward, leaky_relu_backward,  # noqa: F401
+                            log_sigmoid_backward, softplus_backward)
 from .pointwise import rsub, sigmoid_backward, tanh_backward, threshold_backward  # noqa: F401
 from .reduction import log_softmax_backward, softmax_backward  # noqa: F401
 from .registry import FUNCTIONS

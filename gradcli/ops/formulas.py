@@ -15,7 +15,7 @@ from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
 from ..backend.rows import by_rows
 from ..limits import check_flops
-from .pointwise import divide_rounded as _divide_rounded
+from .pointwise import _sigmoid, divide_rounded as _divide_rounded
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 _ADD_REDUCE = _NUMPY.xp.add.reduce
@@ -114,6 +114,8 @@ class ArrayMath:
     def __init__(self, backend):
         self.backend = backend
         self.xp = backend.xp
+        from . import nn_functional  # made at the first backward: nn_functional imports this module
+        self._nn = nn_functional
 
     # elementwise
     def exp(self, x): return self.xp.exp(x)
@@ -162,6 +164,15 @@ class ArrayMath:
             return _subtract(grad, out, out)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)
+    def sigmoid(self, x): return _sigmoid(self.xp, x)
+    def tanh(self, x): return self.xp.tanh(x)
+    # torch's fused activation backwards (nn_functional's array forms)
+    def gelu_backward(self, grad, x, approximate): return self._nn.gelu_grad(self.xp, grad, x, approximate)
+    def leaky_relu_backward(self, grad, x, slope, is_result): return self._nn.leaky_relu_grad(self.xp, grad, x, slope)
+    def elu_backward(self, grad, x, alpha, is_result): return self._nn.elu_grad(self.xp, grad, x, alpha, is_result)
+    def softplus_backward(self, grad, x, beta, threshold): return self._nn.softplus_grad(self.xp, grad, x, beta, threshold)
+    def hardtanh_backward(self, grad, x, lo, hi): return self._nn.hardtanh_grad(self.xp, grad, x, lo, hi)
+    def log_sigmoid_backward(self, grad, x): return self._nn.log_sigmoid_grad(self.xp, grad, x)
     def sqrt(self, x): return self.xp.sqrt(x)
     def rsqrt(self, x): return 1 / self.xp.sqrt(x)
     def reciprocal(self, x): return 1 / x
@@ -371,6 +382,16 @@ class TensorMath:
     def softmax_backward(self, grad, y, dim): return self.ops.softmax_backward(self._t(grad), y, dim)
     def log_softmax_backward(self, grad, y, dim): return self.ops.log_softmax_backward(self._t(grad), y, dim)
     def abs(self, x): return self.ops.abs(x)
+    def sigmoid(self, x): return self.ops.sigmoid(x)
+    def tanh(self, x): return self.ops.tanh(x)
+    def gelu_backward(self, grad, x, approximate): return self.ops.gelu_backward(self._t(grad), x, approximate)
+    def leaky_relu_backward(self, grad, x, slope, is_result):
+        return self.ops.leaky_relu_backward(self._t(grad), x, slope, is_result)
+    def elu_backward(self, grad, x, alpha, is_result): return self.ops.elu_backward(self._t(grad), x, alpha, is_result)
+    def softplus_backward(self, grad, x, beta, threshold):
+        return self.ops.softplus_backward(self._t(grad), x, beta, threshold)
+    def hardtanh_backward(self, grad, x, lo, hi): return self.ops.hardtanh_backward(self._t(grad), x, lo, hi)
+    def log_sigmoid_backward(self, grad, x): return self.ops.log_sigmoid_backward(self._t(grad), x)
     def sqrt(self, x): return self.ops.sqrt(x)
     def rsqrt(self, x): return self.ops.rsqrt(x)
     def reciprocal(self, x): return self.ops.reciprocal(x)

@@ -252,3 +252,36 @@ def _batched(input, other):
         return _unsafe_view(squeeze(bmm(left, right), -1), out_shape)
     right = reshape(expand(other, *(batch + (m2, p))), flat, m2, p)
     return _unsafe_view(bmm(left, right), out_shape)
+
+
+# -- addmm: beta * input + alpha * mat1 @ mat2 (F.linear's node with a bias) -------------------------
+
+AddmmBackward0 = define_node(
+    "AddmmBackward0", inputs=("self", "mat1", "mat2"), attrs=("beta", "alpha"), broadcasts=True,
+    forward=lambda xp, c, a, b, beta, alpha: (c if beta == 1 else beta * c) + (
+        xp.matmul(a, b) if alpha == 1 else alpha * xp.matmul(a, b)),
+    self="grad if beta == 1 else grad * beta",  # torch's maybe_multiply
+    mat1="F.mm(grad, F.t(mat2)) if alpha == 1 else F.mm(grad, F.t(mat2)) * alpha",
+    mat2="F.mm(F.t(mat1), grad) if alpha == 1 else F.mm(F.t(mat1), grad) * alpha")
+
+
+@op(AddmmBackward0, category="linalg")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2), input broadcasting to the product's shape."""
+    da, db = mat1._data, mat2._data
+    if da.ndim != 2 or db.ndim != 2:
+        raise ShapeError(f"{'mat1' if da.ndim != 2 else 'mat2'} must be a matrix, got {da.ndim if da.ndim != 2 else db.ndim}-D tensor")
+    (n, k), (k2, m) = da.shape, db.shape
+    if k != k2:
+        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    shape = tuple(input.shape)
+    if len(shape) > 2 or any(s not in (1, want) for s, want in zip(reversed(shape), (m, n))):
+        raise ShapeError(f"The expanded size of the tensor ({m if shape and shape[-1] not in (1, m) else n}) must "
+                         f"match the existing size ({shape[-1] if shape and shape[-1] not in (1, m) else shape[0]}) "
+                         f"at non-singleton dimension {1 if shape and shape[-1] not in (1, m) else 0}.  "
+                         f"Target sizes: [{n}, {m}].  Tensor sizes: {list(shape)}")
+    if da.dtype != db.dtype:
+        _same_dtype(mat1, mat2, "mm")
+    check_flops(2 * n * k * m, "this matrix product")
+    return apply(AddmmBackward0, (input, mat1, mat2), (beta, alpha))
+

@@ -24,9 +24,9 @@ import numpy as _np
 from ..autograd.function import apply, apply1, record2
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradTypeError, KernelTypeError, ShapeError
 from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
-from . import pointwise as _pointwise
+from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
 
@@ -535,3 +535,316 @@ def relu(input, inplace=False):
 
 
 module_form("torch.nn.functional", relu)
+
+
+# ------------------------------------------------------------------------------ activations
+
+# Each is one node with torch's name whose formula is torch's fused backward (``F.gelu_backward``...):
+# under create_graph that records torch's *BackwardBackward0 node, declared beside it with
+# derivatives.yaml's two formulas (grad_output, self). Constants are torch's (M_SQRT1_2, kBeta...).
+_SQRT1_2 = 0.7071067811865476
+_PDF = 0.3989422804014327  # M_2_SQRTPI * M_SQRT1_2 * 0.5: 1 / sqrt(2 pi)
+_GELU_BETA = 0.7978845608028654  # M_SQRT2 * M_2_SQRTPI * 0.5: sqrt(2 / pi)
+_GELU_KAPPA = 0.044715
+
+
+def _gelu(xp, x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + xp.tanh(_GELU_BETA * (x + _GELU_KAPPA * (x * x * x))))
+    return x * 0.5 * (1 + _pointwise._erf(xp, x * _SQRT1_2))
+
+
+def gelu_grad(xp, g, x, approximate):
+    """gelu_backward: grad * (cdf + x * pdf), or the tanh form's derivative."""
+    if approximate == "tanh":
+        x_sq = x * x
+        inner = _GELU_BETA * (x + _GELU_KAPPA * x_sq * x)
+        t = xp.tanh(inner)
+        right = 0.5 * x * (1 - t * t) * (_GELU_BETA * (1 + 3 * _GELU_KAPPA * x_sq))
+        return g * (0.5 * (1 + t) + right)
+    cdf = 0.5 * (1 + _pointwise._erf(xp, x * _SQRT1_2))
+    return g * (cdf + x * (xp.exp(-0.5 * (x * x)) * _PDF))
+
+
+def gelu_second(F, x, approximate):
+    """gelu''(x) (gelu_double_backward without the gradients): pdf * (2 - x^2), or the tanh form's."""
+    if approximate == "tanh":
+        x_sq = x * x
+        t = F.tanh(_GELU_BETA * (x + _GELU_KAPPA * x_sq * x))
+        du = _GELU_BETA * (1 + 3 * _GELU_KAPPA * x_sq)
+        return (1 - t * t) * (du + 0.5 * x * (_GELU_BETA * 6 * _GELU_KAPPA * x - 2 * t * du * du))
+    return F.exp(-0.5 * (x * x)) * _PDF * (2 - x * x)
+
+
+def leaky_relu_grad(xp, g, x, slope, is_result=False):
+    return xp.where(x > 0, g, g * slope)
+
+
+def elu_grad(xp, g, x, alpha, is_result=False):
+    """elu_backward (scale and input_scale 1): x is the input, or with ``is_result`` the output."""
+    neg = g * (x + alpha) if is_result else g * (alpha * xp.exp(x))
+    return xp.where(x <= 0, neg, g)
+
+
+def softplus_grad(xp, g, x, beta, threshold):
+    z = xp.exp(x * beta)
+    return xp.where(x * beta > threshold, g, g * z / (z + 1))
+
+
+def hardtanh_grad(xp, g, x, lo, hi):
+    return xp.where((x <= lo) | (x >= hi), xp.zeros_like(g), g)
+
+
+def _logsigmoid(xp, x):
+    return xp.minimum(x, xp.zeros_like(x)) - xp.log1p(xp.exp(-xp.abs(x)))
+
+
+def log_sigmoid_grad(xp, g, x):
+    """log_sigmoid_backward: grad * (max_deriv - sign * z / (1 + z)), z = exp(-|x|)."""
+    z = xp.exp(-xp.abs(x))
+    neg = x < 0
+    return g * xp.where(neg, 1 - z / (1 + z), z / (1 + z))
+
+
+def silu_grad(F, grad, x):
+    """torch's infinitely_differentiable_silu_backward: grad * s * (1 + x * (1 - s)), s = sigmoid(x)
+    (its ``1 - s`` a C++ one: SubBackward0 under create_graph)."""
+    s = F.sigmoid(x)
+    return grad * s * (1 + x * (F.filled(1, s) - s))
+
+
+formula_helpers(gelu_second=gelu_second, silu_grad=silu_grad)
+
+GeluBackward0 = define_node("GeluBackward0", attrs=("approximate",), forward=_gelu,
+                            self="F.gelu_backward(grad, self, approximate)")
+GeluBackwardBackward0 = define_node(
+    "GeluBackwardBackward0", inputs=("grad_output", "self"), attrs=("approximate",), forward=gelu_grad,
+    grad_output="F.gelu_backward(grad, self, approximate)",
+    self="grad * grad_output * gelu_second(F, self, approximate)")
+SiluBackward0 = define_node("SiluBackward0", forward=lambda xp, x: x * _pointwise._sigmoid(xp, x),
+                            self="silu_grad(F, grad, self)")
+LeakyReluBackward0 = define_node("LeakyReluBackward0", attrs=("negative_slope",),
+                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 self="F.leaky_relu_backward(grad, self, negative_slope, False)")
+# leaky_relu_'s node: the derivative read from the result (torch's is_result=true)
+LeakyReluBackward1 = define_node("LeakyReluBackward1", attrs=("negative_slope",),
+                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 self="F.leaky_relu_backward(grad, result, negative_slope, True)")
+LeakyReluBackwardBackward0 = define_node(
+    "LeakyReluBackwardBackward0", inputs=("grad_output", "self"), attrs=("negative_slope", "is_result"),
+    forward=leaky_relu_grad,
+    grad_output="F.leaky_relu_backward(grad, self, negative_slope, is_result)", self="F.zeros_like(grad)")
+
+
+def _elu(xp, x, alpha):
+    return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, xp.zeros_like(x))))
+
+
+EluBackward0 = define_node("EluBackward0", attrs=("alpha",), forward=_elu,
+                           self="F.elu_backward(grad, self, alpha, False)")
+EluBackward1 = define_node("EluBackward1", attrs=("alpha",), forward=_elu,
+                           self="F.elu_backward(grad, result, alpha, True)")
+# elu_double_backward: d/dx of the negative branch, where x < 0 (torch's strict mask)
+EluBackwardBackward0 = define_node(
+    "EluBackwardBackward0", inputs=("grad_output", "self_or_result"), attrs=("alpha", "is_result"), forward=elu_grad,
+    grad_output="F.elu_backward(grad, self_or_result, alpha, is_result)",
+    self_or_result="(grad * grad_output if is_result else F.elu_backward(grad * grad_output, self_or_result, alpha, "
+                   "False)) * F.mask(self_or_result < 0, grad)")
+
+
+def _softplus(xp, x, beta, threshold):
+    with _np.errstate(over="ignore"):  # exp overflows only where the threshold picks x itself
+        return xp.where(x * beta > threshold, x, xp.log1p(xp.exp(x * beta)) / beta)
+
+
+SoftplusBackward0 = define_node("SoftplusBackward0", attrs=("beta", "threshold"), forward=_softplus,
+                                self="F.softplus_backward(grad, self, beta, threshold)")
+SoftplusBackwardBackward0 = define_node(
+    "SoftplusBackwardBackward0", inputs=("grad_output", "self"), attrs=("beta", "threshold"), forward=softplus_grad,
+    grad_output="F.softplus_backward(grad, self, beta, threshold)",
+    self="F.sigmoid_backward(grad * grad_output, F.sigmoid(self * beta)) * F.mask(self * beta < threshold, grad) * beta")
+HardtanhBackward0 = define_node("HardtanhBackward0", attrs=("min_val", "max_val"),
+                                forward=lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi),
+                                self="F.hardtanh_backward(grad, self, min_val, max_val)")
+HardtanhBackwardBackward0 = define_node(
+    "HardtanhBackwardBackward0", inputs=("grad_output", "self"), attrs=("min_val", "max_val"), forward=hardtanh_grad,
+    grad_output="F.hardtanh_backward(grad, self, min_val, max_val)", self="F.zeros_like(grad)")
+LogSigmoidBackward0 = define_node("LogSigmoidBackward0", forward=_logsigmoid,
+                                  self="F.log_sigmoid_backward(grad, self)")
+LogSigmoidBackwardBackward0 = define_node(
+    "LogSigmoidBackwardBackward0", inputs=("grad_output", "self"), forward=log_sigmoid_grad,
+    grad_output="F.log_sigmoid_backward(grad, self)",
+    self="grad * grad_output * (F.sigmoid(self) - 1) * F.sigmoid(self)")
+
+
+# the fused backward ops, as functions: TensorMath's, recording the nodes above
+def gelu_backward(grad_output, self, approximate):
+    return apply(GeluBackwardBackward0, (grad_output, self), (approximate,))
+
+
+def leaky_relu_backward(grad_output, self, negative_slope, is_result):
+    return apply(LeakyReluBackwardBackward0, (grad_output, self), (negative_slope, is_result))
+
+
+def elu_backward(grad_output, self_or_result, alpha, is_result):
+    return apply(EluBackwardBackward0, (grad_output, self_or_result), (alpha, is_result))
+
+
+def softplus_backward(grad_output, self, beta, threshold):
+    return apply(SoftplusBackwardBackward0, (grad_output, self), (beta, threshold))
+
+
+def hardtanh_backward(grad_output, self, min_val, max_val):
+    return apply(HardtanhBackwardBackward0, (grad_output, self), (min_val, max_val))
+
+
+def log_sigmoid_backward(grad_output, self):
+    return apply(LogSigmoidBackwardBackward0, (grad_output, self))
+
+
+def _float_input(input, kernel):
+    """The activation's input: a float tensor (integers refused with torch's kernel message)."""
+    return _pointwise._unary_input(kernel, input, False, kernel)[0]
+
+
+def _inplace(outplace, name):
+    """torch's ``F.<name>(x, inplace=True)``: ``outplace``'s node recorded as an in-place change
+    (the generic machinery of ``@op(inplace=True)``, without a Tensor method torch lacks)."""
+    from .inplace import inplace_variant
+    return inplace_variant(outplace, name)
+
+
+@op(GeluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit x * Phi(x); approximate='tanh' uses torch's tanh form."""
+    if approximate not in ("none", "tanh"):
+        raise ShapeError("approximate argument must be either none or tanh.")
+    return apply(GeluBackward0, (_float_input(input, "GeluKernelImpl"),), (approximate,))
+
+
+@op(SiluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish)."""
+    if inplace:
+        return _SILU_(input)
+    return apply(SiluBackward0, (_float_input(input, "silu_cpu"),))
+
+
+def _leaky_relu_(input, negative_slope=0.01):
+    return apply(LeakyReluBackward1, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+
+
+@op(LeakyReluBackward0, LeakyReluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """x where x > 0, else negative_slope * x."""
+    if inplace:
+        return _LEAKY_RELU_(input, negative_slope)
+    return apply(LeakyReluBackward0, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+
+
+def _elu_(input, alpha=1.0):
+    return apply(EluBackward1, (_float_input(input, "elu_cpu"),), (alpha,))
+
+
+@op(EluBackward0, EluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
+def elu(input, alpha=1.0, inplace=False):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+    if inplace:
+        return _ELU_(input, alpha)
+    return apply(EluBackward0, (_float_input(input, "elu_cpu"),), (alpha,))
+
+
+@op(SoftplusBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold."""
+    return apply(SoftplusBackward0, (_float_input(input, "softplus_cpu"),), (beta, threshold))
+
+
+def _hardtanh(input, min_val=-1.0, max_val=1.0):
+    if min_val > max_val:
+        raise ShapeError("min_val cannot be greater than max_val")
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"hardtanh(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dtype.name == "bool":
+        raise KernelTypeError("\"clamp_scalar_cpu\" not implemented for 'Bool'")
+    return apply(HardtanhBackward0, (input,), (min_val, max_val))
+
+
+@op(HardtanhBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """x clamped to [min_val, max_val] (its gradient zero at the bounds, as torch's)."""
+    return (_HARDTANH_ if inplace else _hardtanh)(input, min_val, max_val)
+
+
+@op(HardtanhBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def relu6(input, inplace=False):
+    """min(max(x, 0), 6): torch's hardtanh(x, 0, 6) (HardtanhBackward0)."""
+    return (_HARDTANH_ if inplace else _hardtanh)(input, 0.0, 6.0)
+
+
+@op(LogSigmoidBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
+def logsigmoid(input):
+    """log(sigmoid(x)), computed stably."""
+    return apply(LogSigmoidBackward0, (_float_input(input, "log_sigmoid_cpu"),))
+
+
+@op(NODE_CLASSES["AbsBackward0"], NODE_CLASSES["AddBackward0"], NODE_CLASSES["DivBackward0"], method=False,
+    category="functional", namespaces=("torch.nn.functional",))
+def softsign(input):
+    """x / (|x| + 1) (torch's composite)."""
+    return input / (input.abs() + 1)
+
+
+@op(NODE_CLASSES["TanhBackward0"], SubBackward0, method=False, category="functional",
+    namespaces=("torch.nn.functional",))
+def tanhshrink(input):
+    """x - tanh(x) (torch's composite)."""
+    return input - input.tanh()
+
+
+_SILU_ = _inplace(silu, "silu_")
+_LEAKY_RELU_ = _inplace(_leaky_relu_, "leaky_relu_")
+_ELU_ = _inplace(_elu_, "elu_")
+_HARDTANH_ = _inplace(_hardtanh, "hardtanh_")
+
+
+# ------------------------------------------------------------------------------ linear
+
+@op(_linalg.AddmmBackward0, _linalg.MmBackward0, NODE_CLASSES["ViewBackward0"], NODE_CLASSES["UnsafeViewBackward0"],
+    NODE_CLASSES["UnsqueezeBackward0"], NODE_CLASSES["SqueezeBackward4"], NODE_CLASSES["TBackward0"], method=False,
+    category="functional", namespaces=("torch.nn.functional",))
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, recorded as torch records it (addmm on the rows, or matmul)."""
+    wt = _shape.t(weight)
+    if bias is None:
+        return _linalg.matmul(input, wt)
+    if input.ndim == 2:
+        return _linalg.addmm(bias, input, wt)
+    if input.ndim and input.is_contiguous():  # torch's _flatten_nd_linear: the rows as one matrix
+        out = _linalg.addmm(bias, input.view(-1, input.shape[-1]), wt)
+        return out.view(tuple(input.shape[:-1]) + (out.shape[-1],))
+    return _linalg.matmul(input, wt) + bias
+
+
+# ------------------------------------------------------------------------------ dropout
+
+@op(MulBackward0, method=False, category="functional", namespaces=("torch", "torch.nn.functional"))
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (training only);
+    torch's CPU dropout: input * (bernoulli(1 - p) / (1 - p)), the mask drawn as torch draws it."""
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or not training or input.numel() == 0:
+        return input  # torch returns the input itself
+    from .creation import _gen
+    data = input._data
+    if p == 1:
+        noise = _np.zeros((), dtype=data.dtype)
+    else:
+        # bernoulli_(1 - p): one random64 per element, its 53 bits as a double below 1 - p, then div_(1 - p)
+        u = (_gen(None).random64(data.size) & _np.uint64((1 << 53) - 1)).astype(_np.float64) * 2.0 ** -53
+        keep = (u < 1 - p).reshape(data.shape)
+        dtype = _np.dtype(input.dtype.name)
+        noise = _np.where(keep, dtype.type(1) / dtype.type(1 - p), dtype.type(0)).astype(dtype)
+    noise = Tensor._make(input._backend.from_host(noise) if not input._backend.is_numpy else noise, input._backend)
+    return input.mul_(noise) if inplace else input * noise

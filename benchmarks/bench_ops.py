@@ -87,6 +87,18 @@ def _F(lib):
 _FUNCTIONAL: dict = {}
 
 
+def _index(lib, values):
+    """An int64 index tensor of ``lib``, made once (its construction is not the op's time)."""
+    key = (lib.__name__, repr(values))
+    found = _INDICES.get(key)
+    if found is None:
+        found = _INDICES[key] = lib.tensor(values)
+    return found
+
+
+_INDICES: dict = {}
+
+
 # Ops whose calls cannot be guessed from their parameters: one recipe each, as a program writes it.
 RECIPES = {
     "reshape": [("x.reshape(4)", lambda L, e: e["x"].reshape(4))],
@@ -221,6 +233,26 @@ RECIPES = {
                ("F.linear(b3, y, row)", lambda L, e: _F(L).linear(e["b3"], e["y"], e["row"]))],
     "addmm": [("addmm(row, x, y)", lambda L, e: L.addmm(e["row"], e["x"], e["y"]))],
     "dropout": [("F.dropout(x, 0.5)", lambda L, e: _F(L).dropout(e["x"], 0.5))],
+    "index_select": [("m.index_select(1, [2, 0])", lambda L, e: e["m"].index_select(1, _index(L, [2, 0])))],
+    "index_add": [("x.index_add(0, [1, 1], y)", lambda L, e: e["x"].index_add(0, _index(L, [1, 1]), e["y"]))],
+    "gather": [("x.gather(1, [[1, 0], [0, 0]])", lambda L, e: e["x"].gather(1, _index(L, [[1, 0], [0, 0]])))],
+    "scatter": [("x.scatter(1, [[1, 0], [0, 1]], y)", lambda L, e: e["x"].scatter(1, _index(L, [[1, 0], [0, 1]]), e["y"])),
+                ("x.scatter(0, [[1, 0]], 2.0)", lambda L, e: e["x"].scatter(0, _index(L, [[1, 0]]), 2.0))],
+    "scatter_": [("x * 1 then scatter_(1, [[1, 0], [0, 1]], y)",
+                  lambda L, e: (e["x"] * 1).scatter_(1, _index(L, [[1, 0], [0, 1]]), e["y"]))],
+    "scatter_add": [("x.scatter_add(0, [[1, 1], [0, 1]], y)",
+                     lambda L, e: e["x"].scatter_add(0, _index(L, [[1, 1], [0, 1]]), e["y"]))],
+    "scatter_add_": [("x * 1 then scatter_add_(0, [[1, 1], [0, 1]], y)",
+                      lambda L, e: (e["x"] * 1).scatter_add_(0, _index(L, [[1, 1], [0, 1]]), e["y"]))],
+    "masked_select": [("x.masked_select(mask)", lambda L, e: e["x"].masked_select(e["mask"]))],
+    "repeat": [("x.repeat(2, 3)", lambda L, e: e["x"].repeat(2, 3))],
+    "sort": [("x.sort(1).values", lambda L, e: e["x"].sort(1).values),
+             ("m.sort(descending=True).values", lambda L, e: e["m"].sort(descending=True).values)],
+    "topk": [("m.topk(2).values", lambda L, e: e["m"].topk(2).values)],
+    "kthvalue": [("m.kthvalue(2).values", lambda L, e: e["m"].kthvalue(2).values)],
+    "median": [("m.median()", lambda L, e: e["m"].median()),
+               ("m.median(1).values", lambda L, e: e["m"].median(1).values)],
+    "bmm": [("bmm(b3, b3)", lambda L, e: L.bmm(e["b3"], e["b3"]))],
 }
 
 # Families left out: creation functions and the legacy constructors (their outputs are leaves),

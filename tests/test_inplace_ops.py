@@ -53,6 +53,10 @@ CASES = {
                             {"value": 0.5}), X),
     "addcdiv_": (lambda m: ((m.tensor([1.5, -2.0], requires_grad=True), m.tensor(POS, requires_grad=True)),
                             {"value": -2}), X),
+    "scatter_": (lambda m: ((1, m.tensor([[1, 0], [0, 1]]), m.tensor(OTHER, dtype=m.float64, requires_grad=True)),
+                            {}), X),
+    "scatter_add_": (lambda m: ((0, m.tensor([[1, 1]]), m.tensor([[1.5, -2.0]], dtype=m.float64, requires_grad=True)),
+                                {}), X),
 }
 # Outputs their backward reads (torch saves the result): changing them again fails backward.
 SAVES_RESULT = ("exp_", "sigmoid_", "tanh_", "relu_", "sqrt_", "rsqrt_", "tan_", "reciprocal_", "exp2_")

@@ -524,3 +524,23 @@ def test_linear_and_addmm(shape, bias):
         gradcheck(lambda x, w: NF.linear(x, w), x, w)
     gradcheck(lambda c, a, m: gc.addmm(c, a, m, beta=0.5, alpha=2), leaf(values(4, (4,))), leaf(values(5, (2, 3))),
               leaf(values(6, (3, 4))))
+
+
+def test_index_and_sort_ops():
+    """Finite differences through the index and sort ops (distinct values: no ties to pick between)."""
+    x = leaf(values(11, (3, 4)))
+    src = leaf(values(12, (2, 4)))
+    idx = gc.tensor([[2, 0, 1, 0], [1, 2, 0, 2]])
+    gradcheck(lambda t: t.index_select(-1, gc.tensor([3, 0, 3])), x)
+    gradcheck(lambda t: t.gather(0, idx), x)
+    gradcheck(lambda t, s: t.scatter(0, idx, s), x, src)
+    gradcheck(lambda t: t.scatter(1, gc.tensor([[0], [3], [1]]), 0.5), x)
+    gradcheck(lambda t, s: gc.scatter_add(t, 0, idx, s), x, src)
+    gradcheck(lambda t, s: t.index_add(0, gc.tensor([2, 2]), s, alpha=-1.5), x, src)
+    gradcheck(lambda t: t.masked_select(gc.tensor([True, False, True, True])), x)
+    gradcheck(lambda t: t.repeat(2, 1, 3), x)
+    gradcheck(lambda t: t.sort(-1, descending=True).values, x)
+    gradcheck(lambda t: t.topk(2, 0, largest=False).values, x)
+    gradcheck(lambda t: t.kthvalue(2, 1, keepdim=True).values, x)
+    gradcheck(lambda t: t.median() + t.median(0).values.sum(), x)
+    gradcheck(lambda a, b: gc.bmm(a.view(1, 3, 4), b.view(1, 4, 2)), x, src)

@@ -332,6 +332,21 @@ class ArrayMath:
 
     # indexing
     def take(self, x, key): return self.backend.gather(x, key)
+    def zeros(self, shape, like): return self.xp.zeros(tuple(shape), dtype=like.dtype)
+    def gather(self, x, dim, index): return _indexing().gather_array(self.xp, x, dim, index)
+    def scatter(self, x, dim, index, src): return _indexing().scatter_array(self.xp, x, dim, index, src)
+    def scatter_add(self, x, dim, index, src): return _indexing().scatter_array(self.xp, x, dim, index, src, True)
+    def index_select(self, x, dim, index): return _indexing().index_select_array(self.xp, x, dim, index)
+    def index_add(self, x, dim, index, src): return _indexing().index_add_array(self.xp, x, dim, index, src)
+
+    def value_selecting(self, grad, dim, indices, sizes, keepdim):
+        """torch's value_selecting_reduction_backward: zeros of the input's ``sizes`` with ``grad``
+        scattered at ``indices`` along ``dim`` (sort, topk, kthvalue, median with a dim)."""
+        if not sizes:
+            return self.xp.reshape(grad, ())
+        if not keepdim:
+            grad, indices = self.xp.expand_dims(grad, axis=dim), self.xp.expand_dims(indices, axis=dim)
+        return self.scatter(self.zeros(sizes, grad), dim, indices, grad)
 
     def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
         """Zeros of ``shape`` with ``grad`` placed at ``key`` (the backward of indexing)."""
@@ -473,6 +488,21 @@ class TensorMath:
     def outer(self, a, b): return self.ops.outer(a, b)
 
     def take(self, x, key): return self.ops.index_with_key(x, key)
+    def zeros(self, shape, like): return self._t(self.backend.xp.zeros(tuple(shape), dtype=like._data.dtype))
+    def gather(self, x, dim, index): return self.ops.gather(x, dim, self._t(index))
+    def scatter(self, x, dim, index, src): return self.ops.scatter(x, dim, self._t(index), src)
+    def scatter_add(self, x, dim, index, src): return self.ops.scatter_add(x, dim, self._t(index), src)
+    def index_select(self, x, dim, index): return self.ops.index_select(x, dim, self._t(index))
+    def index_add(self, x, dim, index, src): return self.ops.index_add(x, dim, self._t(index), src)
+
+    def value_selecting(self, grad, dim, indices, sizes, keepdim):
+        """torch's zeros(sizes).scatter_(dim, indices, grad): ScatterBackward0 (after grad's
+        UnsqueezeBackward0 when the dim was not kept)."""
+        if not sizes:
+            return self.ops.reshape(grad, ())
+        if not keepdim:
+            grad, indices = self.ops.unsqueeze(grad, dim), self.backend.xp.expand_dims(indices, axis=dim)
+        return self.scatter(self.zeros(sizes, grad), dim, indices, grad)
 
     def embed(self, grad, shape, key, accumulate: bool, select: bool = False):
         return self.ops.embed(grad, tuple(shape), key, accumulate, select)
@@ -499,6 +529,11 @@ class TensorMath:
 
     def cast(self, x, like):
         return x if x.dtype == like.dtype else x.to(like.dtype)
+
+
+def _indexing():
+    from . import indexing  # the array forms of gather and scatter live with their ops
+    return indexing
 
 
 _cache: dict = {}

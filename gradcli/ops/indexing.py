@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 
-from ..backend import NUMPY as _NUMPY, _dtype_name, backend_of_array
-from ..errors import GradcliError, GradIndexError, GradTypeError, ShapeError, TypeIndexError
+import numpy as _np
+
+from ..backend import NUMPY as _NUMPY, _dtype_name, _host_index, backend_of_array
+from ..errors import AutogradError, GradcliError, GradIndexError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
 from ..autograd.function import apply
 from .registry import op
 from ..limits import check_numel
-from ..autograd.node import define_node
+from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze, view_of
 
@@ -408,3 +410,258 @@ def index_put_(x: Tensor, key, value: Tensor) -> Tensor:
 
 
 Tensor.__setitem__ = lambda self, key, value: setitem(self, key, value)
+
+
+# -- index_select, gather, scatter: an index tensor along one dim --------------------------------------
+#
+# Each is an advanced key on the arrays (``_dim_key``): the index along ``dim``, the positions
+# 0..n-1 along every other dim, so one NumPy indexing (or ``add.at``) does the work on any backend
+# that indexes as NumPy does. The index is an attr, not an input: torch gives it no edge.
+
+def _dim_key(xp, dim, index):
+    """The advanced key that picks ``x[..., index[i, j, ...], ...]`` at ``dim`` for every position
+    of ``index`` (gather's rule): ``index`` at ``dim``, broadcast positions elsewhere."""
+    ndim = index.ndim
+    key = []
+    for d in range(ndim):
+        if d == dim:
+            key.append(index)
+        else:
+            shape = [1] * ndim
+            shape[d] = index.shape[d]
+            key.append(xp.reshape(xp.arange(index.shape[d]), tuple(shape)))
+    return tuple(key)
+
+
+def _scalar_view(xp, x):
+    """A 0-d array as 1-d: torch's gather/scatter treat a 0-d tensor as one element."""
+    return xp.reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def gather_array(xp, x, dim, index):
+    if x.ndim == 0:
+        return xp.reshape(_gather(xp, _scalar_view(xp, x), (_scalar_view(xp, index),)), ())
+    return _gather(xp, x, _dim_key(xp, dim, index))
+
+
+def scatter_array(xp, x, dim, index, src, accumulate=False):
+    """``x`` with ``src`` (an array of at least ``index``'s shape, or a number) written, or added,
+    at ``index`` along ``dim``; a new array."""
+    shape = x.shape
+    out = xp.asarray(_scalar_view(xp, x), copy=True)
+    index = _scalar_view(xp, index)
+    key = _dim_key(xp, dim, index)
+    if hasattr(src, "shape"):
+        src = _scalar_view(xp, src)
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    backend = backend_of_array(out)
+    if accumulate:
+        result = backend.scatter_add(out, key, src)
+        out = out if result is None else result
+    elif backend.native:
+        out[key] = src
+    else:  # the array API assigns through integer arrays nowhere: on the host (correct, not fast)
+        host = _np.array(backend.to_host(out))
+        host[_host_index(backend, key)] = _np.asarray(backend.to_host(src)) if hasattr(src, "shape") else src
+        out = backend.from_host(host)
+    return xp.reshape(out, shape) if out.shape != shape else out
+
+
+def index_add_array(xp, x, dim, index, source):
+    out = xp.asarray(_scalar_view(xp, x), copy=True)
+    if source.ndim == 0:
+        source = xp.reshape(source, (1,))
+    result = backend_of_array(out).scatter_add(out, (slice(None),) * dim + (index,), source)
+    out = out if result is None else result
+    return xp.reshape(out, x.shape) if out.shape != x.shape else out
+
+
+def index_select_array(xp, x, dim, index):
+    if x.ndim == 0:
+        return xp.reshape(_gather(xp, xp.reshape(x, (1,)), (index,)), index.shape)
+    return _gather(xp, x, (slice(None),) * dim + (index,))
+
+
+IndexSelectBackward0 = define_node(
+    "IndexSelectBackward0", attrs=("dim", "index"),
+    self="F.index_add(F.zeros(self_sizes, grad), dim, index, grad)",  # torch's index_select_backward
+    forward=lambda xp, x, dim, index: index_select_array(xp, x, dim, index))
+IndexAddBackward0 = define_node(
+    "IndexAddBackward0", inputs=("self", "source"), attrs=("dim", "index", "alpha"),
+    self="grad",
+    source="index_add_source(F, grad, dim, index, source_sizes, alpha)",
+    forward=lambda xp, x, s, dim, index, alpha: index_add_array(xp, x, dim, index, s if alpha == 1 else s * alpha))
+GatherBackward0 = define_node(
+    "GatherBackward0", attrs=("dim", "index"),
+    self="F.scatter_add(F.zeros(self_sizes, grad), dim, index, grad)",  # torch's gather_backward
+    forward=lambda xp, x, dim, index: gather_array(xp, x, dim, index))
+ScatterBackward0 = define_node(
+    "ScatterBackward0", inputs=("self", "src"), attrs=("dim", "index"),
+    self="F.scatter(grad, dim, index, 0)", src="src_grad(F, grad, dim, index, src_sizes, 'ScatterBackward0')",
+    forward=lambda xp, x, src, dim, index: scatter_array(xp, x, dim, index, src))
+ScatterBackward1 = define_node(
+    "ScatterBackward1", attrs=("dim", "index", "value"),
+    self="F.scatter(grad, dim, index, 0)",
+    forward=lambda xp, x, dim, index, value: scatter_array(xp, x, dim, index, value))
+ScatterAddBackward0 = define_node(
+    "ScatterAddBackward0", inputs=("self", "src"), attrs=("dim", "index"),
+    self="grad", src="src_grad(F, grad, dim, index, src_sizes, 'ScatterAddBackward0')",
+    forward=lambda xp, x, src, dim, index: scatter_array(xp, x, dim, index, src, True))
+
+
+def src_grad(F, grad, dim, index, src_sizes, name):
+    """torch's ``grad.gather(dim, index)`` for scatter's src: index-shaped, so a src larger than the
+    index fails backward as torch's engine fails it (it checks every gradient's shape)."""
+    if tuple(index.shape) != tuple(src_sizes):
+        raise AutogradError(f"Function {name} returned an invalid gradient at index 1 - got {list(index.shape)} "
+                            f"but expected shape compatible with {list(src_sizes)}")
+    return F.gather(grad, dim, index)
+
+
+def index_add_source(F, grad, dim, index, source_sizes, alpha):
+    """torch's ``maybe_multiply(grad.index_select(dim, index).expand_as(source), alpha)`` (a 0-d
+    source: the one selected element, as a 0-d gradient)."""
+    out = F.index_select(grad, dim, index)
+    out = F.expand(out, source_sizes) if source_sizes else F.reshape(out, ())
+    return out if alpha == 1 else out * alpha
+
+
+formula_helpers(src_grad=src_grad, index_add_source=index_add_source)
+
+
+def _index_arg(fn, index, arg="index", position=2):
+    if not isinstance(index, Tensor):
+        raise GradTypeError(f"{fn}(): argument '{arg}' (position {position}) must be Tensor, "
+                            f"not {type(index).__name__}")
+    if index.dtype.name not in ("int64", "int32"):
+        expected = "int32 or int64" if fn == "index_select" else "int32/int64"
+        raise RuntimeTypeError(f"{fn}(): Expected dtype {expected} for index")
+    return index._data
+
+
+def _check_bounds(xp, index, size, dim):
+    """torch's "index 4 is out of bounds for dimension 1 with size 4" (negative indices too)."""
+    if index.size:
+        low, high = int(xp.min(index)), int(xp.max(index))
+        if low < 0 or high >= size:
+            raise ShapeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_gather_shapes(fn, self_shape, dim, index, src_shape=None):
+    """torch's gather/scatter shape rules: one number of dims; index no larger than self (but at
+    ``dim``) and than src."""
+    ndim = max(len(self_shape), 1)
+    if max(index.ndim, 1) != ndim:
+        raise ShapeError(f"Index tensor must have the same number of dimensions as {'input' if fn == 'gather' else 'self'} tensor")
+    if src_shape is not None and max(len(src_shape), 1) != ndim:
+        raise ShapeError("Index tensor must have the same number of dimensions as src tensor")
+    if not index.ndim:
+        return
+    sizes = list(index.shape)
+    if any(sizes[d] > self_shape[d] for d in range(ndim) if d != dim) or (
+            src_shape is not None and any(sizes[d] > src_shape[d] for d in range(ndim))):
+        if fn == "gather":
+            bad = next(d for d in range(ndim) if d != dim and sizes[d] > self_shape[d])
+            raise ShapeError(f"Size does not match at dimension {bad} expected index {sizes} to be no larger than "
+                             f"self {list(self_shape)} apart from dimension {dim}")
+        raise ShapeError(f"Expected index {sizes} to be no larger than self {list(self_shape)} apart from dimension "
+                         f"{dim} and to be no larger size than src {list(src_shape)}")
+
+
+@op(IndexSelectBackward0)
+def index_select(input, dim, index):
+    """The entries of ``input`` at the 1-d ``index`` along ``dim`` (copies, in the index's order)."""
+    data = _index_arg("index_select", index)
+    d = _wrap_dim(dim, input.ndim)
+    if data.ndim > 1:
+        raise GradIndexError("index_select(): Index is supposed to be a vector")
+    xp = input._backend.xp
+    _check_bounds_select(xp, data, input.shape[d] if input.ndim else 1)
+    return apply(IndexSelectBackward0, (input,), (d, xp.reshape(data, (-1,))))
+
+
+def _check_bounds_select(xp, index, size):
+    if index.size:
+        low, high = int(xp.min(index)), int(xp.max(index))
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise ShapeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")
+
+
+@op(IndexAddBackward0)
+def index_add(input, dim, index, source, *, alpha=1):
+    """``input`` with ``alpha * source``'s slices added at the 1-d ``index`` along ``dim`` (repeats add up)."""
+    data = _index_arg("index_add", index)
+    d = _wrap_dim(dim, input.ndim)
+    n = data.size
+    if (source.shape[d] if source.ndim else 1) != n:
+        raise ShapeError(f"index_add_(): Number of indices ({n}) should be equal to source.size(dim): "
+                         f"({source.shape[d] if source.ndim else 1}), for dim: {d}")
+    xp = input._backend.xp
+    _check_bounds(xp, data, input.shape[d] if input.ndim else 1, d)
+    return apply(IndexAddBackward0, (input, source), (d, xp.reshape(data, (-1,)), alpha))
+
+
+@op(GatherBackward0)
+def gather(input, dim, index, *, sparse_grad=False):
+    """``out[i][j] = input[index[i][j]][j]`` for dim 0 (and so on): values picked along ``dim``."""
+    data = _index_arg("gather", index)
+    d = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("gather", input.shape, d, data)
+    _check_bounds(input._backend.xp, data, input.shape[d] if input.ndim else 1, d)
+    return apply(GatherBackward0, (input,), (d, data))
+
+
+def _scatter(fn, input, dim, index, src, accumulate):
+    data = _index_arg(fn, index)
+    d = _wrap_dim(dim, input.ndim)
+    tensor_src = isinstance(src, Tensor)
+    if accumulate and not tensor_src:
+        raise GradTypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
+    _check_gather_shapes("scatter", input.shape, d, data, tuple(src.shape) if tensor_src else None)
+    if tensor_src and src.dtype.name != input.dtype.name:
+        raise RuntimeTypeError(f"{fn}(): Expected self.dtype to be equal to src.dtype")
+    _check_bounds(input._backend.xp, data, input.shape[d] if input.ndim else 1, d)
+    if accumulate:
+        return apply(ScatterAddBackward0, (input, src), (d, data))
+    if tensor_src:
+        return apply(ScatterBackward0, (input, src), (d, data))
+    return apply(ScatterBackward1, (input,), (d, data, src))
+
+
+@op(ScatterBackward0, ScatterBackward1, inplace=True)
+def scatter(input, dim, index, src=None, *, value=None):
+    """``input`` with ``src``'s values (a tensor, or one number) written at ``index`` along ``dim``."""
+    if src is None:
+        src = value
+    return _scatter("scatter", input, dim, index, src, False)
+
+
+@op(ScatterAddBackward0, inplace=True)
+def scatter_add(input, dim, index, src):
+    """``input`` with ``src``'s values added at ``index`` along ``dim`` (repeated indices add up)."""
+    return _scatter("scatter", input, dim, index, src, True)
+
+
+MaskedSelectBackward0 = define_node(
+    "MaskedSelectBackward0", attrs=("mask",), broadcasts=True,
+    self="F.embed(grad, mask.shape, mask, False)",  # zeros of the broadcast shape, grad where the mask is
+    forward=lambda xp, x, mask: _gather(xp, xp.broadcast_to(x, mask.shape), mask))
+
+
+@op(MaskedSelectBackward0)
+def masked_select(input, mask):
+    """The elements where the bool ``mask`` (broadcast with the input) is true, as a 1-d tensor."""
+    if not isinstance(mask, Tensor):
+        raise GradTypeError(f"masked_select(): argument 'mask' (position 1) must be Tensor, not {type(mask).__name__}")
+    if mask.dtype.name != "bool":
+        raise RuntimeTypeError("masked_select: expected BoolTensor for mask")
+    a, b = tuple(mask.shape), tuple(input.shape)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    for d in reversed(range(n)):  # torch's words, from the last dim: mask is ``a``, the input ``b``
+        if a[d] != b[d] and a[d] != 1 and b[d] != 1:
+            raise ShapeError(f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at "
+                             f"non-singleton dimension {d}")
+    shape = tuple(max(i, j) if i and j else 0 for i, j in zip(a, b))
+    return apply(MaskedSelectBackward0, (input,), (input._backend.xp.broadcast_to(mask._data, shape),))

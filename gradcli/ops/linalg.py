@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..errors import ShapeError, GradTypeError
+from ..errors import GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1, apply2
 from .registry import op
 from ..limits import check_flops, check_numel
@@ -106,8 +106,18 @@ def dot(input, tensor):
     return apply2(DotBackward0, input, tensor, da, db)
 
 
+@op(BmmBackward0, category="linalg")
 def bmm(input, mat2):
-    """3-d product (matmul's batched path, and bmm's backward under create_graph)."""
+    """Batched matrix product of two 3-d tensors of one batch size (also matmul's batched path)."""
+    a, b = input._data, mat2._data
+    if a.ndim != 3 or b.ndim != 3:
+        raise ShapeError(f"batch{1 if a.ndim != 3 else 2} must be a 3D tensor")
+    if b.shape[:2] != (a.shape[0], a.shape[2]):
+        raise ShapeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
+                         f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
+    if a.dtype != b.dtype:
+        x, y = input.dtype.name, mat2.dtype.name
+        raise RuntimeTypeError(f"expected scalar type {_SCALAR_TYPES.get(x, x)} but found {_SCALAR_TYPES.get(y, y)}")
     check_flops(2 * max(input.shape[0], mat2.shape[0]) * input.shape[1] * input.shape[2] * mat2.shape[2],
                 "this batched matrix product")
     return apply(BmmBackward0, (input, mat2))

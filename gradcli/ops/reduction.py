@@ -15,7 +15,7 @@ import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
 from ..backend.rows import by_rows
-from ..errors import GradTypeError, ShapeError
+from ..errors import GradIndexError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
@@ -70,6 +70,10 @@ def evenly_distribute(F, grad, self, result):
         # maximum is (+0.0 elsewhere, where the product below gives -0.0 for a negative grad)
         equal = self == result
         return _np.where(equal, grad / _ADD(equal.astype(grad.dtype), None), grad.dtype.type(0))
+    if F.differentiable:  # torch's CPU form: zeros.masked_fill_(mask, grad / mask.sum()) (MaskedFillBackward1)
+        nan = bool((result != result).item())
+        equal = self != self if nan else self == result
+        return F.masked_fill(F.zeros(self.shape, grad), equal, grad / F.sum(F.mask(equal, grad)))
     mask = F.mask(self == result, grad)
     # a NaN result came from the NaNs: they share the gradient (torch's evenly_distribute_backward)
     mask = mask + F.mask(F.logical_and(self != self, result != result), grad)
@@ -649,14 +653,24 @@ def cumprod(input, dim, *, dtype=None):
 
 
 class ReturnTypes(tuple):
-    """``torch.return_types.max(values=..., indices=...)``."""
+    """``torch.return_types.<name>(values=..., indices=...)``: ``ReturnTypes("sort", v, i)`` is an
+    instance of the class named ``sort`` (one per name, made on first use), as torch's types."""
 
     __slots__ = ()
     _name = "max"
+    _classes: dict = {}
 
     def __new__(cls, name, values, indices):
-        self = super().__new__(cls, (values, indices))
-        return self
+        sub = ReturnTypes._classes.get(name)
+        if sub is None:
+            sub = ReturnTypes._classes[name] = type(name, (ReturnTypes,), {"__slots__": (), "_name": name})
+        return tuple.__new__(sub, (values, indices))
+
+    def __getnewargs__(self):  # copy and pickle rebuild it through __new__'s arguments
+        return (self._name, self[0], self[1])
+
+    def __repr__(self):
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
     @property
     def values(self):
@@ -665,20 +679,6 @@ class ReturnTypes(tuple):
     @property
     def indices(self):
         return self[1]
-
-
-class MaxReturn(ReturnTypes):
-    __slots__ = ()
-
-    def __repr__(self):
-        return f"torch.return_types.max(\nvalues={self[0]!r},\nindices={self[1]!r})"
-
-
-class MinReturn(ReturnTypes):
-    __slots__ = ()
-
-    def __repr__(self):
-        return f"torch.return_types.min(\nvalues={self[0]!r},\nindices={self[1]!r})"
 
 
 def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
@@ -713,13 +713,13 @@ def _max_min(name, input, dim, keepdim, full_cls, dim_cls, ret_cls, pair):
 @op(MaxBackward1, MaxBackward0, category="reduction")
 def max(input, dim=None, keepdim=False):
     """Largest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise maximum."""
-    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, MaxReturn, _maximum)
+    return _max_min("max", input, dim, keepdim, MaxBackward1, MaxBackward0, ReturnTypes, _maximum)
 
 
 @op(MinBackward1, MinBackward0, category="reduction")
 def min(input, dim=None, keepdim=False):
     """Smallest element; with ``dim``, (values, indices) along it; with a tensor, the elementwise minimum."""
-    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, MinReturn, _minimum)
+    return _max_min("min", input, dim, keepdim, MinBackward1, MinBackward0, ReturnTypes, _minimum)
 
 
 @op(AmaxBackward0, category="reduction")
@@ -897,3 +897,151 @@ def argmax(input, dim=None, keepdim=False):
 def argmin(input, dim=None, keepdim=False):
     """Index of the smallest element (over ``dim`` if given; of the flattened tensor otherwise)."""
     return _arg_extreme(input, dim, keepdim, "argmin")
+
+
+# -- sort, topk, kthvalue, median: values picked by a sort's indices ----------------------------------
+#
+# One stable sort serves them all (ties keep their order, NaN is the largest, as torch's stable=True);
+# each node keeps the indices it picked, and its backward scatters the gradient back to them
+# (torch's value_selecting_reduction_backward).
+
+def _pick(xp, x, dim, indices, keepdim=True):
+    """``x``'s values at ``indices`` along ``dim`` (``indices`` without that dim: one per row)."""
+    if x.ndim == 0:
+        return xp.asarray(x, copy=True)
+    idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
+    out = xp.take_along_axis(x, idx, axis=dim)
+    return out if keepdim else xp.squeeze(out, axis=dim)
+
+
+def _sorted_indices(xp, x, dim, descending):
+    """Stable sort order along ``dim``; descending: of the flipped array, flipped back, so that
+    ties still keep their order and NaN comes first."""
+    if not descending:
+        return xp.argsort(x, axis=dim, stable=True)
+    n = x.shape[dim]
+    return (n - 1) - xp.flip(xp.argsort(xp.flip(x, axis=dim), axis=dim, stable=True), axis=dim)
+
+
+def _median_all(xp, x):
+    flat = xp.reshape(x, (-1,))
+    if flat.shape[0] == 0:
+        return xp.asarray(float("nan"), dtype=x.dtype)
+    return xp.sort(flat, stable=True)[(flat.shape[0] - 1) // 2]  # NaN sorts last: a NaN input gives NaN
+
+
+SortBackward0 = define_node("SortBackward0", attrs=("dim", "indices"),
+                            self="F.value_selecting(grad, dim, indices, self_sizes, True)",
+                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+SortBackward1 = define_node("SortBackward1", attrs=("dim", "indices"),  # sort(stable=...): torch's sort.stable
+                            self="F.value_selecting(grad, dim, indices, self_sizes, True)",
+                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+TopkBackward0 = define_node("TopkBackward0", attrs=("dim", "indices"),
+                            self="F.value_selecting(grad, dim, indices, self_sizes, True)",
+                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+KthvalueBackward0 = define_node("KthvalueBackward0", attrs=("dim", "keepdim", "indices"),
+                                self="F.value_selecting(grad, dim, indices, self_sizes, keepdim)",
+                                forward=lambda xp, x, dim, keepdim, indices: _pick(xp, x, dim, indices, keepdim))
+MedianBackward0 = define_node("MedianBackward0", self="evenly_distribute(F, grad, self, result)",
+                              forward=lambda xp, x: _median_all(xp, x))
+MedianBackward1 = define_node("MedianBackward1", attrs=("dim", "keepdim", "indices"),
+                              self="F.value_selecting(grad, dim, indices, self_sizes, keepdim)",
+                              forward=lambda xp, x, dim, keepdim, indices: _pick(xp, x, dim, indices, keepdim))
+
+
+def _sort_dim(input, dim):
+    d = _wrap_dim(dim, input.ndim)
+    xp = input._backend.xp
+    if input.ndim == 0:  # a 0-d tensor is its own sort: index 0
+        return d, xp.zeros((), dtype=xp.int64)
+    return d, _sorted_indices(xp, input._data, d, False)
+
+
+def _k_of(fn, k):
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise GradTypeError(f"{fn}(): argument 'k' (position 1) must be int, not {type(k).__name__}")
+    return k
+
+
+def _selected(name, cls, input, d, indices, attrs_before=()):
+    """The values at ``indices`` (recorded as ``cls``) and the indices, as torch.return_types.<name>."""
+    xp = input._backend.xp
+    indices = xp.astype(indices, xp.int64)
+    values = apply(cls, (input,), attrs_before + (indices,))
+    return ReturnTypes(name, values, Tensor._make(xp.asarray(indices, copy=True), input._backend))
+
+
+@op(SortBackward0, SortBackward1, category="reduction")
+def sort(input, dim=-1, descending=False, *, stable=None):
+    """(values, indices) sorted along ``dim``; a stable sort always (ties keep their order, NaN largest).
+    Passing ``stable`` records SortBackward1, as torch's sort.stable overload."""
+    d = _wrap_dim(dim, input.ndim)
+    xp = input._backend.xp
+    if input.ndim == 0:
+        indices = xp.zeros((), dtype=xp.int64)
+    else:
+        indices = _sorted_indices(xp, input._data, d, bool(descending))
+    return _selected("sort", SortBackward0 if stable is None else SortBackward1, input, d, indices, (d,))
+
+
+@op(differentiable=False, category="reduction")
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim`` (a stable sort always)."""
+    return sort(input, dim, descending).indices
+
+
+@op(TopkBackward0, category="reduction")
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """(values, indices) of the ``k`` largest (``largest=False``: smallest) along ``dim``, in sorted order."""
+    k = _k_of("topk", k)
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= size:
+        raise ShapeError("selected index k out of range")
+    xp = input._backend.xp
+    if input.ndim == 0:
+        indices = xp.zeros((), dtype=xp.int64)
+    else:
+        indices = _sorted_indices(xp, input._data, d, bool(largest))
+        indices = indices[(slice(None),) * d + (slice(0, k),)]
+    return _selected("topk", TopkBackward0, input, d, indices, (d,))
+
+
+def _kth(name, cls, input, k, dim, keepdim):
+    """The k-th smallest (1-based) along ``dim``; median: the lower middle one, NaN where a row has one."""
+    d = _wrap_dim(dim, input.ndim)
+    xp = input._backend.xp
+    keep = bool(keepdim)
+    if input.ndim == 0:
+        indices = xp.zeros((), dtype=xp.int64)
+    else:
+        size = input.shape[d]
+        if name == "median" and size == 0:
+            raise GradIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
+        if k is None:
+            k = (size - 1) // 2 + 1
+        elif not 1 <= k <= size:
+            raise ShapeError(f"kthvalue(): selected number k out of range for dimension {d}")
+        order = _sorted_indices(xp, input._data, d, False)
+        position = xp.full(tuple(s for i, s in enumerate(input.shape) if i != d), k - 1, dtype=xp.int64)
+        if name == "median" and input.dtype.is_floating_point:  # a row with NaN: its first NaN (sorted last)
+            nans = xp.sum(xp.astype(xp.isnan(input._data), xp.int64), axis=d)
+            position = xp.where(nans > 0, size - nans, position)
+        indices = xp.take_along_axis(order, xp.expand_dims(position, axis=d), axis=d)
+        if not keep:
+            indices = xp.squeeze(indices, axis=d)
+    return _selected(name, cls, input, d, indices, (d, keep))
+
+
+@op(KthvalueBackward0, category="reduction")
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """(values, indices) of the ``k``-th smallest element along ``dim`` (``k`` from 1)."""
+    return _kth("kthvalue", KthvalueBackward0, input, _k_of("kthvalue", k), dim, keepdim)
+
+
+@op(MedianBackward0, MedianBackward1, category="reduction")
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements; with ``dim``, (values, indices) along it. NaN propagates."""
+    if dim is None:
+        return apply(MedianBackward0, (input,))
+    return _kth("median", MedianBackward1, input, None, dim, keepdim)

@@ -856,3 +856,44 @@ def tril(input, diagonal=0):
 def triu(input, diagonal=0):
     """The upper triangle of the last two dims (on and above ``diagonal``), zeros below it."""
     return _triangle("triu", TriuBackward0, input, diagonal)
+
+
+def repeat_backward(F, grad, repeats, sizes):
+    """torch's repeat_backward: the leading new dims summed away, then one reshape that splits
+    each repeated dim into (repeat, size) and one sum over the repeats."""
+    if 0 in repeats:
+        return F.zeros(sizes, grad)
+    for _ in range(len(repeats) - len(sizes)):
+        grad = F.sum(grad, (0,), False)
+    lead = len(repeats) - len(sizes)
+    grad_size, sum_dims = [], []
+    for d, size in enumerate(sizes):
+        if repeats[d + lead] != 1:
+            grad_size.append(repeats[d + lead])
+            sum_dims.append(len(grad_size) - 1)
+        grad_size.append(size)
+    if sum_dims:
+        grad = F.sum(F.reshape(grad, tuple(grad_size)), tuple(sum_dims), False)
+    return grad
+
+
+formula_helpers(repeat_backward=repeat_backward)
+
+RepeatBackward0 = define_node(
+    "RepeatBackward0", attrs=("repeats",), self="repeat_backward(F, grad, repeats, self_sizes)",
+    forward=lambda xp, x, repeats: xp.tile(xp.reshape(x, (1,) * (len(repeats) - x.ndim) + tuple(x.shape)), repeats))
+
+
+@op(RepeatBackward0, category="shape", namespaces=())
+def repeat(input, *repeats):
+    """The tensor tiled ``repeats`` times along each dim (extra leading dims for extra repeats): a copy."""
+    sizes = _shape_arg(repeats)
+    if len(sizes) < input.ndim:
+        raise ShapeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    shape = (1,) * (len(sizes) - input.ndim) + tuple(input.shape)
+    out = [s * r for s, r in zip(shape, sizes)]
+    if any(n < 0 for n in out):
+        bad = next(n for n in out if n < 0)
+        raise ShapeError(f"Trying to create tensor with negative dimension {bad}: {out}")
+    check_numel(out)
+    return apply(RepeatBackward0, (input,), (sizes,))

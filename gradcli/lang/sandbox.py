@@ -476,7 +476,7 @@ def call_error(fn, args, kwargs, exc: Exception) -> Exception:
     return exc if message is None else GradTypeError(message)
 
 
-_TENSOR_PARAMS = frozenset(("input", "other", "self", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))
+_TENSOR_PARAMS = frozenset(("input", "other", "self", "mat1", "mat2", "vec", "vec2", "tensor", "condition", "exponent"))
 
 
 def _wrong_argument(fn, args, kwargs):

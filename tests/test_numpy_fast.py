@@ -298,3 +298,32 @@ def test_cumulative_sum_and_prod(key):
             for dtype in (None, np.float64, np.int64):
                 _check(name, a, axis=axis, dtype=dtype)
         _check(name, a, axis=0, include_initial=True)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_sort_argsort_flip(key):
+    a = _arrays()[key]
+    for axis in list(range(-a.ndim - 1, a.ndim + 1)) + [None]:
+        for stable in (None, True):
+            _check("sort", a, axis, stable=stable)
+            _check("argsort", a, axis, stable=stable)
+        _check("flip", a, axis)
+    if a.ndim >= 2:
+        for axes in [(0, 1), (1, -a.ndim), (0, 0), (-1,)]:
+            _check("flip", a, axes)
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_take_along_axis(key):
+    a = _arrays()[key]
+    if not a.ndim:
+        return
+    for axis in range(-a.ndim - 1, a.ndim + 1):
+        if -a.ndim <= axis < a.ndim:
+            order = np.argsort(a, axis=axis)
+            _check("take_along_axis", a, order, axis)
+            if a.shape[axis]:
+                first = np.take(order, [0], axis=axis)
+                _check("take_along_axis", a, first, axis)  # fewer along the axis: broadcast elsewhere
+        _check("take_along_axis", a, np.zeros(a.shape, np.int64), axis)
+    _check("take_along_axis", a, np.zeros(a.shape, np.float32), 0)  # not integers: NumPy's error

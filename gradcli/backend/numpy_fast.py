@@ -172,6 +172,42 @@ class NumPyNamespace:
         return _np.cumulative_prod(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
 
     @staticmethod
+    def take_along_axis(arr, indices, axis=-1):
+        """np.take_along_axis: ``arr[key]``, the key's aranges along the other axes kept per shape."""
+        if arr.__class__ is _ndarray and indices.__class__ is _ndarray and axis.__class__ is int \
+                and indices.dtype.kind in "iu" and indices.ndim == arr.ndim and -arr.ndim <= axis < arr.ndim:
+            return arr[along_axis_key(arr.shape, axis % arr.ndim, indices)]
+        return _np.take_along_axis(arr, indices, axis=axis)
+
+    @staticmethod
+    def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+        if a.__class__ is _ndarray and order is None:
+            return a.argsort(axis=axis, kind=kind, stable=stable)
+        return _np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
+
+    @staticmethod
+    def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+        """np.sort: a copy in the same layout (order "K"), sorted in place."""
+        if a.__class__ is _ndarray and order is None and axis is not None:
+            out = a.copy(order="K")
+            out.sort(axis=axis, kind=kind, stable=stable)
+            return out
+        return _np.sort(a, axis=axis, kind=kind, order=order, stable=stable)
+
+    @staticmethod
+    def flip(m, axis=None):
+        """np.flip: ``m`` indexed by ``::-1`` on the axes (one int or a tuple), a view."""
+        if m.__class__ is _ndarray and axis is not None:
+            axes = axis if axis.__class__ is tuple else (axis,)
+            n = m.ndim
+            if all(a.__class__ is int and -n <= a < n for a in axes) and len({a % n for a in axes}) == len(axes):
+                key = [_ALL] * n
+                for a in axes:
+                    key[a % n] = _REVERSED
+                return m[tuple(key)]
+        return _np.flip(m, axis=axis)
+
+    @staticmethod
     def zeros_like(x, dtype=None):
         """For a C-contiguous array (the layout np.zeros_like keeps), np.zeros of its shape."""
         if x.__class__ is _ndarray and x.flags.c_contiguous:
@@ -252,6 +288,34 @@ class NumPyNamespace:
         if x.__class__ is _ndarray:
             return x.nonzero()
         return _np.nonzero(x)
+
+
+def along_axis_key(shape, axis, indices):
+    """The advanced key that picks, at each position, ``indices`` along ``axis`` and the position's
+    own index along every other axis of ``shape`` (np.take_along_axis's, gather's): the aranges of
+    the other axes are kept per (shape, axis), read-only."""
+    key = _ALONG.get((shape, axis))
+    if key is None:
+        if len(_ALONG) >= 1024:
+            _ALONG.clear()
+        ones = (1,) * len(shape)
+        parts = []
+        for d, n in enumerate(shape):
+            if d == axis:
+                parts.append(None)
+            else:
+                part = _np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
+                part.flags.writeable = False
+                parts.append(part)
+        key = _ALONG[(shape, axis)] = parts
+    out = list(key)
+    out[axis] = indices
+    return tuple(out)
+
+
+_ALONG: dict = {}
+_ALL = slice(None)
+_REVERSED = slice(None, None, -1)
 
 
 def _triangle(rows, columns, k):

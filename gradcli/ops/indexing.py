@@ -13,6 +13,9 @@ import re
 import numpy as _np
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, _host_index, backend_of_array
+from ..backend.numpy_fast import along_axis_key
+
+_ndarray = _np.ndarray
 from ..errors import AutogradError, GradcliError, GradIndexError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
 from ..autograd.function import apply
 from .registry import op
@@ -421,6 +424,8 @@ Tensor.__setitem__ = lambda self, key, value: setitem(self, key, value)
 def _dim_key(xp, dim, index):
     """The advanced key that picks ``x[..., index[i, j, ...], ...]`` at ``dim`` for every position
     of ``index`` (gather's rule): ``index`` at ``dim``, broadcast positions elsewhere."""
+    if index.__class__ is _ndarray:  # the positions kept per shape (numpy_fast's, as take_along_axis's)
+        return along_axis_key(index.shape, dim, index)
     ndim = index.ndim
     key = []
     for d in range(ndim):
@@ -539,10 +544,18 @@ def _index_arg(fn, index, arg="index", position=2):
     return index._data
 
 
+def _index_range(xp, index):
+    """The least and greatest index (a small NumPy array's from its list: two reductions cost more)."""
+    if index.__class__ is _ndarray and index.size <= 64:
+        values = index.ravel().tolist()
+        return min(values), max(values)
+    return int(xp.min(index)), int(xp.max(index))
+
+
 def _check_bounds(xp, index, size, dim):
     """torch's "index 4 is out of bounds for dimension 1 with size 4" (negative indices too)."""
     if index.size:
-        low, high = int(xp.min(index)), int(xp.max(index))
+        low, high = _index_range(xp, index)
         if low < 0 or high >= size:
             raise ShapeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
 
@@ -582,7 +595,7 @@ def index_select(input, dim, index):
 
 def _check_bounds_select(xp, index, size):
     if index.size:
-        low, high = int(xp.min(index)), int(xp.max(index))
+        low, high = _index_range(xp, index)
         if low < 0 or high >= size:
             bad = low if low < 0 else high
             raise ShapeError(f"INDICES element is out of DATA bounds, id={bad} axis_dim={size}")

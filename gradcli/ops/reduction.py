@@ -966,7 +966,7 @@ def _k_of(fn, k):
 def _selected(name, cls, input, d, indices, attrs_before=()):
     """The values at ``indices`` (recorded as ``cls``) and the indices, as torch.return_types.<name>."""
     xp = input._backend.xp
-    indices = xp.astype(indices, xp.int64)
+    indices = xp.astype(indices, xp.int64, copy=False)  # (the tensor returned gets its own copy below)
     values = apply(cls, (input,), attrs_before + (indices,))
     return ReturnTypes(name, values, Tensor._make(xp.asarray(indices, copy=True), input._backend))
 
@@ -1007,6 +1007,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _selected("topk", TopkBackward0, input, d, indices, (d,))
 
 
+def _has_nan(xp, t) -> bool:
+    """Whether a floating tensor holds a NaN (a NumPy array's by its own method: np.any is a wrapper)."""
+    data = t._data
+    if data.__class__ is _ndarray:
+        return data.dtype.kind == "f" and bool(_np.isnan(data).any())
+    return t.dtype.is_floating_point and bool(xp.any(xp.isnan(data)))
+
+
 def _kth(name, cls, input, k, dim, keepdim):
     """The k-th smallest (1-based) along ``dim``; median: the lower middle one, NaN where a row has one."""
     d = _wrap_dim(dim, input.ndim)
@@ -1023,13 +1031,17 @@ def _kth(name, cls, input, k, dim, keepdim):
         elif not 1 <= k <= size:
             raise ShapeError(f"kthvalue(): selected number k out of range for dimension {d}")
         order = _sorted_indices(xp, input._data, d, False)
-        position = xp.full(tuple(s for i, s in enumerate(input.shape) if i != d), k - 1, dtype=xp.int64)
-        if name == "median" and input.dtype.is_floating_point:  # a row with NaN: its first NaN (sorted last)
+        lead = (slice(None),) * d
+        if name == "median" and _has_nan(xp, input):
+            # a row with NaN: its first NaN (sorted last)
+            position = xp.full(tuple(s for i, s in enumerate(input.shape) if i != d), k - 1, dtype=xp.int64)
             nans = xp.sum(xp.astype(xp.isnan(input._data), xp.int64), axis=d)
             position = xp.where(nans > 0, size - nans, position)
-        indices = xp.take_along_axis(order, xp.expand_dims(position, axis=d), axis=d)
-        if not keep:
-            indices = xp.squeeze(indices, axis=d)
+            indices = xp.take_along_axis(order, xp.expand_dims(position, axis=d), axis=d)
+            if not keep:
+                indices = xp.squeeze(indices, axis=d)
+        else:  # the k-th of every row: one position along d
+            indices = order[lead + (slice(k - 1, k),)] if keep else order[lead + (k - 1,)]
     return _selected(name, cls, input, d, indices, (d, keep))
 
 

@@ -653,8 +653,17 @@ EluBackwardBackward0 = define_node(
 
 
 def _softplus(xp, x, beta, threshold):
-    with _np.errstate(over="ignore"):  # exp overflows only where the threshold picks x itself
-        return xp.where(x * beta > threshold, x, xp.log1p(xp.exp(x * beta)) / beta)
+    """torch's kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta. exp is taken of
+    at most the threshold (the same values where they are kept; no overflow, where x itself is
+    picked, to silence with np.errstate, which costs more than the rest), and beta == 1 multiplies
+    and divides by nothing (x * 1 and y / 1 are x and y)."""
+    xb = x if beta == 1 else x * beta
+    if threshold < 80 and getattr(x.dtype, "itemsize", 0) >= 4:  # exp(80) is finite in float32 and float64
+        out = xp.log1p(xp.exp(xp.minimum(xb, threshold)))
+    else:
+        with _np.errstate(over="ignore"):  # exp overflows (to inf, as torch's) where x * beta is that large
+            out = xp.log1p(xp.exp(xb))
+    return xp.where(xb > threshold, x, out if beta == 1 else out / beta)
 
 
 SoftplusBackward0 = define_node("SoftplusBackward0", attrs=("beta", "threshold"), forward=_softplus,

@@ -458,7 +458,8 @@ def scatter_array(xp, x, dim, index, src, accumulate=False):
     key = _dim_key(xp, dim, index)
     if hasattr(src, "shape"):
         src = _scalar_view(xp, src)
-        src = src[tuple(slice(0, n) for n in index.shape)]
+        if src.shape != index.shape:  # the part of src the index covers
+            src = src[tuple(slice(0, n) for n in index.shape)]
     backend = backend_of_array(out)
     if accumulate:
         result = backend.scatter_add(out, key, src)

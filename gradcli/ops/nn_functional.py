@@ -587,8 +587,15 @@ def elu_grad(xp, g, x, alpha, is_result=False):
 
 
 def softplus_grad(xp, g, x, beta, threshold):
-    z = xp.exp(x * beta)
-    return xp.where(x * beta > threshold, g, g * z / (z + 1))
+    """g where x * beta > threshold, else g * z / (z + 1), z = exp(x * beta): exp of at most the
+    threshold where it is finite there (the same values where they are kept), as the forward."""
+    xb = x if beta == 1 else x * beta
+    if threshold < 80 and getattr(x.dtype, "itemsize", 0) >= 4:
+        z = xp.exp(xp.minimum(xb, threshold))
+    else:
+        with _np.errstate(over="ignore", invalid="ignore"):
+            z = xp.exp(xb)
+    return xp.where(xb > threshold, g, g * z / (z + 1))
 
 
 def hardtanh_grad(xp, g, x, lo, hi):

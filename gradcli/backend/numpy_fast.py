@@ -158,18 +158,12 @@ class NumPyNamespace:
     @staticmethod
     def cumulative_sum(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
         """np.cumulative_sum is ``add.accumulate`` along an axis (given for two or more dims)."""
-        if x.__class__ is _ndarray and x.ndim and out is None and not include_initial and (
-                axis is not None or x.ndim == 1):
-            return _np.add.accumulate(x, axis=0 if axis is None else axis, dtype=dtype)
-        return _np.cumulative_sum(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+        return _cumulative(_np.add, _np.cumulative_sum, x, axis, dtype, out, include_initial)
 
     @staticmethod
     def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
         """np.cumulative_prod, as cumulative_sum: ``multiply.accumulate``."""
-        if x.__class__ is _ndarray and x.ndim and out is None and not include_initial and (
-                axis is not None or x.ndim == 1):
-            return _np.multiply.accumulate(x, axis=0 if axis is None else axis, dtype=dtype)
-        return _np.cumulative_prod(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
+        return _cumulative(_np.multiply, _np.cumulative_prod, x, axis, dtype, out, include_initial)
 
     @staticmethod
     def take_along_axis(arr, indices, axis=-1):
@@ -288,6 +282,13 @@ class NumPyNamespace:
         if x.__class__ is _ndarray:
             return x.nonzero()
         return _np.nonzero(x)
+
+
+def _cumulative(ufunc, numpy_fn, x, axis, dtype, out, include_initial):
+    """``ufunc.accumulate`` along the axis, what NumPy's cumulative functions run for a plain call."""
+    if x.__class__ is _ndarray and x.ndim and out is None and not include_initial and (axis is not None or x.ndim == 1):
+        return ufunc.accumulate(x, axis=0 if axis is None else axis, dtype=dtype)
+    return numpy_fn(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
 
 
 def along_axis_key(shape, axis, indices):

@@ -235,7 +235,7 @@ def zeros_like(input, dtype=None, device=None, requires_grad=False):
 @op(method=False, category="creation")
 def empty_like(input, dtype=None, device=None, requires_grad=False):
     """A tensor with ``input``'s shape, dtype and device whose values are not to be relied on (zeros here)."""
-    return _like(lambda s, d: _np.zeros(s, dtype=d), input, dtype, device, requires_grad)
+    return zeros_like(input, dtype, device, requires_grad)
 
 
 @op(method=False, category="creation")
@@ -267,9 +267,8 @@ def _new_filled(value, self, size, dtype, device, requires_grad):
     return _full(_size(size), value, name, device, requires_grad)
 
 
-def _sized_method(fn):
-    """``x.new_ones(2, 3)``, ``x.new_ones((2, 3))`` and ``x.new_ones(size=(2, 3))``, as torch."""
-    return _size_keyword(fn, leading=1)
+# ``x.new_ones(2, 3)``, ``x.new_ones((2, 3))`` and ``x.new_ones(size=(2, 3))``, as torch
+_sized_method = _functools.partial(_size_keyword, leading=1)
 
 
 @op(category="creation", namespaces=())

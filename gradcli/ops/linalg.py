@@ -10,7 +10,7 @@ from ..autograd.function import apply, apply1, apply2
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
-from .pointwise import MulBackward0
+from .pointwise import _TYPE_META, MulBackward0
 from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
 
@@ -30,8 +30,7 @@ BmmBackward0 = define_node("BmmBackward0", inputs=("self", "mat2"),
                            forward=lambda xp, a, b: xp.matmul(a, b))
 
 
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int", "int32": "int",
-              "bool": "bool"}
+_CPP_NAMES = _TYPE_META  # torch's C++ type names, as its dtype checks print them
 _SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
                  "bool": "Bool"}
 
@@ -51,15 +50,22 @@ def _same_dtype(a, b, name):
                             f"and {_SCALAR_TYPES.get(y, y)}")
 
 
-@op(MmBackward0, category="linalg")
-def mm(input, mat2):
-    """Matrix product of two 2-d tensors."""
-    da, db = input._data, mat2._data
+def _matrix_shapes(da, db, first: str, got: bool) -> tuple:
+    """(n, k, m) of an (n, k) @ (k, m) product of two matrices, or torch's message: mm's ("self
+    must be a matrix") and addmm's (which names mat1 and says "got N-D tensor")."""
     if da.ndim != 2 or db.ndim != 2:
-        raise ShapeError(f"{'self' if da.ndim != 2 else 'mat2'} must be a matrix")
+        bad = da.ndim if da.ndim != 2 else db.ndim
+        raise ShapeError(f"{first if da.ndim != 2 else 'mat2'} must be a matrix" + (f", got {bad}-D tensor" if got else ""))
     (n, k), (k2, m) = da.shape, db.shape
     if k != k2:
         raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    return n, k, m
+
+
+@op(MmBackward0, category="linalg")
+def mm(input, mat2):
+    """Matrix product of two 2-d tensors."""
+    _matrix_shapes(input._data, mat2._data, "self", False)
     return _mm(input, mat2)
 
 
@@ -279,11 +285,7 @@ AddmmBackward0 = define_node(
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), input broadcasting to the product's shape."""
     da, db = mat1._data, mat2._data
-    if da.ndim != 2 or db.ndim != 2:
-        raise ShapeError(f"{'mat1' if da.ndim != 2 else 'mat2'} must be a matrix, got {da.ndim if da.ndim != 2 else db.ndim}-D tensor")
-    (n, k), (k2, m) = da.shape, db.shape
-    if k != k2:
-        raise ShapeError(f"mat1 and mat2 shapes cannot be multiplied ({n}x{k} and {k2}x{m})")
+    n, k, m = _matrix_shapes(da, db, "mat1", True)
     shape = tuple(input.shape)
     if len(shape) > 2 or any(s not in (1, want) for s, want in zip(reversed(shape), (m, n))):
         raise ShapeError(f"The expanded size of the tensor ({m if shape and shape[-1] not in (1, m) else n}) must "

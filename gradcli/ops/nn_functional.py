@@ -28,6 +28,7 @@ from ..errors import GradTypeError, KernelTypeError, ShapeError
 from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
 from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
+from .inplace import inplace_variant
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -587,15 +588,21 @@ def elu_grad(xp, g, x, alpha, is_result=False):
 
 
 def softplus_grad(xp, g, x, beta, threshold):
-    """g where x * beta > threshold, else g * z / (z + 1), z = exp(x * beta): exp of at most the
-    threshold where it is finite there (the same values where they are kept), as the forward."""
+    """g where x * beta > threshold, else g * z / (z + 1), z = exp(x * beta) (``_exp_below``)."""
     xb = x if beta == 1 else x * beta
-    if threshold < 80 and getattr(x.dtype, "itemsize", 0) >= 4:
-        z = xp.exp(xp.minimum(xb, threshold))
-    else:
-        with _np.errstate(over="ignore", invalid="ignore"):
-            z = xp.exp(xb)
+    z = _exp_below(xp, xb, threshold)
     return xp.where(xb > threshold, g, g * z / (z + 1))
+
+
+def _exp_below(xp, xb, threshold):
+    """exp(x * beta) where softplus uses it (at most ``threshold``; elsewhere x itself is picked):
+    exp of at most the threshold where that is finite (the same values where they are used, and no
+    overflow to silence with np.errstate, which costs more than the rest), else exp with the
+    overflow (to inf, as torch's) silenced."""
+    if threshold < 80 and getattr(xb.dtype, "itemsize", 0) >= 4:  # exp(80) is finite in float32 and float64
+        return xp.exp(xp.minimum(xb, threshold))
+    with _np.errstate(over="ignore", invalid="ignore"):
+        return xp.exp(xb)
 
 
 def hardtanh_grad(xp, g, x, lo, hi):
@@ -660,16 +667,10 @@ EluBackwardBackward0 = define_node(
 
 
 def _softplus(xp, x, beta, threshold):
-    """torch's kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta. exp is taken of
-    at most the threshold (the same values where they are kept; no overflow, where x itself is
-    picked, to silence with np.errstate, which costs more than the rest), and beta == 1 multiplies
-    and divides by nothing (x * 1 and y / 1 are x and y)."""
+    """torch's kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta (``_exp_below``);
+    beta == 1 multiplies and divides by nothing (x * 1 and y / 1 are x and y)."""
     xb = x if beta == 1 else x * beta
-    if threshold < 80 and getattr(x.dtype, "itemsize", 0) >= 4:  # exp(80) is finite in float32 and float64
-        out = xp.log1p(xp.exp(xp.minimum(xb, threshold)))
-    else:
-        with _np.errstate(over="ignore"):  # exp overflows (to inf, as torch's) where x * beta is that large
-            out = xp.log1p(xp.exp(xb))
+    out = xp.log1p(_exp_below(xp, xb, threshold))
     return xp.where(xb > threshold, x, out if beta == 1 else out / beta)
 
 
@@ -721,13 +722,6 @@ def log_sigmoid_backward(grad_output, self):
 def _float_input(input, kernel):
     """The activation's input: a float tensor (integers refused with torch's kernel message)."""
     return _pointwise._unary_input(kernel, input, False, kernel)[0]
-
-
-def _inplace(outplace, name):
-    """torch's ``F.<name>(x, inplace=True)``: ``outplace``'s node recorded as an in-place change
-    (the generic machinery of ``@op(inplace=True)``, without a Tensor method torch lacks)."""
-    from .inplace import inplace_variant
-    return inplace_variant(outplace, name)
 
 
 @op(GeluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -818,10 +812,12 @@ def tanhshrink(input):
     return input - input.tanh()
 
 
-_SILU_ = _inplace(silu, "silu_")
-_LEAKY_RELU_ = _inplace(_leaky_relu_, "leaky_relu_")
-_ELU_ = _inplace(_elu_, "elu_")
-_HARDTANH_ = _inplace(_hardtanh, "hardtanh_")
+# torch's ``F.<name>(x, inplace=True)``: the out-of-place node recorded as an in-place change (the
+# machinery of ``@op(inplace=True)``, without the Tensor method ``<name>_`` that torch lacks)
+_SILU_ = inplace_variant(silu, "silu_")
+_LEAKY_RELU_ = inplace_variant(_leaky_relu_, "leaky_relu_")
+_ELU_ = inplace_variant(_elu_, "elu_")
+_HARDTANH_ = inplace_variant(_hardtanh, "hardtanh_")
 
 
 # ------------------------------------------------------------------------------ linear

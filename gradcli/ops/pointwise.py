@@ -1042,8 +1042,6 @@ def zero_(input):
 
 # -- ternary: lerp, addcmul, addcdiv (three tensors broadcast together) ---------------------------------
 
-from ..errors import RuntimeTypeError  # noqa: E402  (here: this section is the ternary ops' own)
-
 # torch's TypeMeta names, which its dtype checks print ("expected dtype float ... got dtype double")
 _TYPE_META = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
               "int32": "int", "bool": "bool"}

@@ -11,17 +11,15 @@ from __future__ import annotations
 import numpy as _np
 
 from ..autograd.factory import _finish
-from ..autograd.function import apply
-from ..autograd.grad_mode import STATE
 from ..autograd.node import define_node
 from ..autograd.tensor import Tensor
-from ..autograd.views import rebase, writable
 from ..backend import dtypes as _dt
 from ..errors import GradTypeError, ShapeError
 from . import creation as _creation
 from ..backend.generator import Generator as _Generator
 from .creation import _draw, _float, _gen, _size
 from .inplace import scalar_type
+from .shape import overwrite_
 from .registry import op
 
 
@@ -134,15 +132,12 @@ def _fill_random(input, node, name, kernel, draw, generator):
         raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if not input.dtype.is_floating_point:
         raise GradTypeError(f'"{kernel}" not implemented for \'{scalar_type(input.dtype)}\'')
-    input._check_inplace()
-    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
-    old._requires_grad = input._requires_grad
-    values = _draw(tuple(input.shape), input.dtype.name, draw, generator)
-    writable(input)[...] = values if input._backend.is_numpy else input._backend.from_host(values)
-    input._bump()
-    if STATE.enabled and input._requires_grad:
-        rebase(input, apply(node, (old,)).grad_fn)
-    return input
+    backend = input._backend
+
+    def values():
+        drawn = _draw(tuple(input.shape), input.dtype.name, draw, generator)
+        return drawn if backend.is_numpy else backend.from_host(drawn)
+    return overwrite_(input, values, node)
 
 
 @op(UniformBackward0, category="creation", namespaces=())

@@ -740,17 +740,22 @@ def fill_(input, value):
     if tensor_value and value.ndim:
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
                          f"dimensions.")
+    if tensor_value:
+        return overwrite_(input, lambda: value._data, FillBackward3, (value,))
+    return overwrite_(input, lambda: value, FillBackward2, (), (value,))
+
+
+def overwrite_(input, values, cls, others=(), attrs=()):
+    """``input``'s values replaced in place by ``values()`` (fill_, uniform_, normal_: called once the
+    in-place checks pass), and where a gradient flows, ``cls``'s node on the tensor as it was and
+    ``others`` recorded on it, as torch's rebase_history does."""
     input._check_inplace()
-    old = Tensor._make(input._data, input._backend, input.grad_fn)
+    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
     old._requires_grad = input._requires_grad
-    writable(input)[...] = value._data if tensor_value else value
+    writable(input)[...] = values()
     input._bump()
-    if not STATE.enabled:
-        return input
-    if tensor_value and (input._requires_grad or value._requires_grad):
-        rebase(input, apply(FillBackward3, (old, value)).grad_fn)
-    elif input._requires_grad:
-        rebase(input, apply(FillBackward2, (old,), (value,)).grad_fn)
+    if STATE.enabled and (input._requires_grad or any(o._requires_grad for o in others)):
+        rebase(input, apply(cls, (old, *others), attrs).grad_fn)
     return input
 
 

@@ -486,3 +486,69 @@ def test_check_on_the_device(device, program, code, capsys):
     want = _cli(capsys, "check", program, "-g", "x=randn(4)", "--seed", "0")
     assert got[0] == want[0] == code
     assert got[1] == want[1]
+
+
+# -- every case of the op table (benchmarks/bench_ops.py's), on the device ------------------------------
+
+import sys  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import bench_ops  # noqa: E402
+from gradcli.autograd import factory  # noqa: E402
+
+TABLE = bench_ops.all_cases()[0]
+
+
+def _table_case(case):
+    """One case of the op table on the default device: its output, grad_fn, the leaves' gradients,
+    and second derivatives (the gradients' graph on the device), or the error each step raised."""
+    bench_ops._INDICES.clear()  # index tensors made on this device
+    env = bench_ops.environment(gc)
+    out = case.call(gc, env)
+    leaves = [t for t in env.values() if t.requires_grad]
+    try:
+        grads = gc.autograd.grad([out], leaves, [gc.ones_like(out)], create_graph=True, allow_unused=True,
+                                 materialize_grads=True)
+    except Exception as e:  # noqa: BLE001  (the CPU's error is the device's)
+        return out, str(e), None
+    differentiable = [g.sum() for g in grads if g.requires_grad]
+    if not differentiable:
+        return out, grads, None
+    try:
+        second = gc.autograd.grad([sum(differentiable)], leaves, allow_unused=True, materialize_grads=True)
+    except Exception as e:  # noqa: BLE001
+        return out, grads, str(e)
+    return out, grads, second
+
+
+@pytest.mark.parametrize("case", TABLE, ids=lambda c: c.label)
+def test_op_table_case_on_the_device(device, case, monkeypatch, request):
+    """Every function and operator of the op table, called as benchmarks/bench_ops.py calls it (Python
+    numbers, broadcasting, keyword forms, in-place variants, F.*), built from leaves made on the device:
+    the same values, grad_fn, gradients and second derivatives as on the CPU (float32, so to rounding:
+    the device's kernels are not NumPy's)."""
+    if device == "array_api_strict" and case.label == "x.t().reshape_as(y)":
+        request.applymarker(pytest.mark.xfail(strict=True, reason="array_api_strict has no strides: every array "
+                                              "counts as contiguous, so reshape records ViewBackward0"))
+    monkeypatch.setattr(bench_ops, "_INDICES", {})
+    want = _table_case(case)
+    factory.DEFAULT_DEVICE[0] = device
+    try:
+        got = _table_case(case)
+    finally:
+        factory.DEFAULT_DEVICE[0] = "cpu"
+    assert got[0]._backend is get_backend(device), case.label
+    for g, w in ((got[1], want[1]), (got[2], want[2])):
+        if isinstance(w, str) or w is None:
+            assert g == w, case.label
+        else:
+            assert not isinstance(g, str), f"{case.label}: {g}"
+            assert g is not None, case.label
+    for what, g, w in [("output", got[0], want[0])] + [
+            (f"{part} {i}", gi, wi) for part, gs, ws in (("gradient", got[1], want[1]), ("second", got[2], want[2]))
+            if not isinstance(ws, (str, type(None))) for i, (gi, wi) in enumerate(zip(gs, ws))]:
+        assert g._backend is get_backend(device), f"{case.label}: {what} on {g.device}"
+        gv, wv = host(g), host(w)
+        assert gv.dtype == wv.dtype and gv.shape == wv.shape, f"{case.label}: {what}"
+        np.testing.assert_allclose(gv, wv, rtol=2e-6, atol=1e-6, err_msg=f"{case.label}: {what}")
+    assert type(got[0].grad_fn).__name__ == type(want[0].grad_fn).__name__

@@ -62,9 +62,25 @@ def torch_run(source):
     return {"printed": printed, "error_line": line}
 
 
-def expected(path):
-    golden = path.parent / "expected" / f"{path.stem}.json"
-    if os.environ.get("GRADCLI_REGEN"):
+def _real_gpu() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # no CuPy, no driver, no device
+        return False
+
+
+def _torch_has_cuda() -> bool:
+    torch = pytest.importorskip("torch")
+    return torch.cuda.is_available()
+
+
+def expected(path, gpu=False):
+    """torch's output for a snippet: without a GPU (torch CPU raises at cuda.FloatTensor), or, for the
+    snippets that use CUDA, with one (``<name>.gpu.json``: what torch prints on a CUDA machine)."""
+    gpu = gpu and "cuda" in path.stem
+    golden = path.parent / "expected" / f"{path.stem}{'.gpu' if gpu else ''}.json"
+    if os.environ.get("GRADCLI_REGEN") and gpu == _torch_has_cuda():
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(json.dumps(torch_run(path.read_text()), indent=1, ensure_ascii=False) + "\n")
     return json.loads(golden.read_text())
@@ -76,8 +92,8 @@ def _needs_part_b(path):
     return any(word in text for word in PART_B) and "Variable" not in have
 
 
-def check(path):
-    want = expected(path)
+def check(path, gpu=None):
+    want = expected(path, _real_gpu() if gpu is None else gpu)
     code, doc = gradcli_run(path)
     printed = "\n".join(doc["printed"]).split("\n") if doc["printed"] else []
     assert [_strip(p) for p in printed] == want["printed"], doc["error"]
@@ -96,7 +112,22 @@ def test_seed_snippet_as_written_prints_what_torch_prints(path, request):
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_golden_is_what_torch_prints(path):
-    assert expected(path) == torch_run(path.read_text())
+    assert expected(path, _torch_has_cuda()) == torch_run(path.read_text())
+
+
+CUDA_FILES = [p for p in FILES if "cuda" in p.stem]
+
+
+@pytest.mark.parametrize("path", CUDA_FILES, ids=[p.stem for p in CUDA_FILES])
+def test_cuda_snippet_on_a_gpu_prints_what_torch_prints_on_cuda(path, monkeypatch):
+    """The CUDA snippets as torch runs them on a CUDA machine: on the fake GPU (CuPy's calls done by
+    NumPy, tests/test_device.py) here, on the real one where CuPy finds a device."""
+    from gradcli import backend
+    from test_device import fake_cupy, install
+    if not _real_gpu():
+        install(monkeypatch, *fake_cupy(count=1))
+        monkeypatch.setattr(backend, "_cache", {"cpu": backend.NUMPY})
+    check(path, gpu=True)
 
 
 def test_every_seed_snippet_has_a_golden():

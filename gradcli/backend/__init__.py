@@ -81,6 +81,16 @@ class Backend:
         host = _np.asarray(self.to_host(array))[_host_index(self, key)]
         return self.from_host(_np.ascontiguousarray(host))
 
+    def put(self, target, key, values):
+        """``target[key] = values`` with NumPy's advanced indexing (its index arrays may be NumPy's),
+        which the array API does not have; returns the array written."""
+        if self.native:
+            target[key] = values
+            return target
+        host = _np.array(self.to_host(target))
+        host[_host_index(self, key)] = _np.asarray(self.to_host(values))
+        return self.from_host(host)
+
     def scatter_add(self, target, index, values):
         """``target[index] += values`` with repeated indices accumulating (index_put_ with accumulate)."""
         xp = self.xp

@@ -70,8 +70,10 @@ def _embed(xp, g, shape, key, accumulate):
     if accumulate:  # repeated indices add up (index_put_ with accumulate=True)
         result = backend_of_array(g).scatter_add(out, key, g)
         return out if result is None else result
-    out[key] = g
-    return out
+    if xp is _NUMPY.xp:
+        out[key] = g
+        return out
+    return backend_of_array(g).put(out, key, g)
 
 
 def _index_put(xp, x, v, key, accumulate):
@@ -79,8 +81,10 @@ def _index_put(xp, x, v, key, accumulate):
     if accumulate:
         result = backend_of_array(out).scatter_add(out, key, v)
         return out if result is None else result
-    out[key] = v
-    return out
+    if xp is _NUMPY.xp:
+        out[key] = v
+        return out
+    return backend_of_array(out).put(out, key, v)
 
 
 def embed(grad, shape, key, accumulate, select=False):

@@ -267,7 +267,7 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
             _np.negative(total, total)
         return total.reshape(())
     total = -xp.sum(picked)
-    return total / x.dtype.type(total_weight) if reduction == 1 else total
+    return total / xp.asarray(total_weight, dtype=x.dtype) if reduction == 1 else total
 
 
 def _picked(xp, ndim, target, ignore_index, weight, total_weight):

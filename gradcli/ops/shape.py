@@ -87,7 +87,7 @@ def _diagonal(xp, x, offset, d1, d2):
     """NumPy's diagonal is a view (read-only, made writable by in-place ops on it)."""
     if hasattr(xp, "diagonal") and xp.__name__.startswith(("numpy", "cupy")):
         return xp.diagonal(x, offset, d1, d2)
-    out = x[diagonal_key(x.shape, offset, d1, d2)]
+    out = x[tuple(k if k.__class__ is slice else xp.asarray(k) for k in diagonal_key(x.shape, offset, d1, d2))]
     return xp.permute_dims(out, inverse_permutation(diagonal_perm(x.shape, d1, d2)))
 
 

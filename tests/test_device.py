@@ -63,6 +63,8 @@ def fake_cupy(count=1, error=None):
         np.var(a, axis=axis, ddof=ddof, keepdims=keepdims)
     cupy.std = lambda a, axis=None, dtype=None, out=None, ddof=0, keepdims=False: \
         np.std(a, axis=axis, ddof=ddof, keepdims=keepdims)
+    cupy.sort = lambda a, axis=-1, kind=None: np.sort(a, axis=axis, kind="stable")  # no stable=
+    cupy.argsort = lambda a, axis=-1, kind=None: np.argsort(a, axis=axis, kind="stable")
     calls = []
 
     def get_device_count():

@@ -194,3 +194,19 @@ def test_nothing_in_the_package_is_generated_with_exec():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "exec":
                 pytest.fail(f"{path.relative_to(PACKAGE.parent)}:{node.lineno} calls exec")
+
+
+def test_c_code_called_from_a_formula_can_import(monkeypatch):
+    """C code called from a formula imports through the formula's builtins: CuPy builds a ufunc's
+    kernel at its first use with a dtype and imports then (every first CUDA backward died with
+    KeyError: '__import__' while formulas had no builtins at all). PyImport_ImportModule called
+    straight from the formula's frame is such C code."""
+    import ctypes
+    import sys
+    c_import = ctypes.pythonapi.PyImport_ImportModule
+    c_import.restype, c_import.argtypes = ctypes.py_object, [ctypes.c_char_p]
+    monkeypatch.setitem(node_module._FORMULA_GLOBALS, "c_import", c_import)
+    formula = node_module._compile_formula("ProbeBackward0", "self", ("name",), "c_import(name)")
+    assert formula(b"json") is sys.modules["json"]
+    with pytest.raises(NameError):  # and still nothing else: no builtins but the import hook
+        node_module._compile_formula("ProbeBackward0", "self", ("x",), "len(x)")([1])

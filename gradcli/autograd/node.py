@@ -529,7 +529,10 @@ def _compile_formula(node_name: str, input_name: str, params, text: str):
     return fn
 
 
-_FORMULA_GLOBALS: dict = {"__builtins__": {}}
+# No builtins in formulas, but the import hook: C code called from a formula imports through the
+# calling frame's builtins (CuPy builds a ufunc's kernel at its first use with a dtype, and imports
+# then; without __import__ there, every first CUDA backward died with KeyError: '__import__').
+_FORMULA_GLOBALS: dict = {"__builtins__": {"__import__": __import__}}
 _IDENTIFIERS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").findall  # a formula's names, without compiling it (start-up)
 
 

@@ -324,10 +324,10 @@ def check_inplace(t: Tensor) -> None:
 
 def writable(t: Tensor):
     """``t``'s array, made writable if it is a read-only NumPy view (``expand`` of a clone
-    that overlaps nothing is still read-only in NumPy)."""
+    that overlaps nothing is still read-only in NumPy). CuPy's arrays have no read-only flag."""
     data = t._data
     flags = getattr(data, "flags", None)
-    if flags is not None and not flags.writeable:
+    if flags is not None and not getattr(flags, "writeable", True):
         try:
             flags.writeable = True
         except ValueError:

@@ -308,6 +308,13 @@ class _CupyNamespace:
         out = self._cupy.reshape(x, shape)
         return out.copy() if copy else out
 
+    # CuPy's sorts are stable always (thrust's stable sort; NaN last, as NumPy) and take no stable=
+    def sort(self, x, axis=-1, stable=True):
+        return self._cupy.sort(x, axis=axis)
+
+    def argsort(self, x, axis=-1, stable=True):
+        return self._cupy.argsort(x, axis=axis)
+
     def var(self, x, axis=None, correction=0, keepdims=False):
         return self._cupy.var(x, axis=axis, ddof=correction, keepdims=keepdims)
 

@@ -286,7 +286,7 @@ def _nudge(t, flat_index: int, delta: float) -> None:
     data = t._data
     index = tuple(int(i) for i in np.unravel_index(flat_index, tuple(data.shape)))
     try:
-        if getattr(data, "flags", None) is not None and not data.flags.writeable:
+        if not getattr(getattr(data, "flags", None), "writeable", True):
             raise ValueError("read-only")
         data[index] = data[index] + delta
     except (ValueError, TypeError, AttributeError):  # a read-only or immutable array: replace it

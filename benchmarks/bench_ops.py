@@ -21,7 +21,7 @@ means of the per-case ratios.
 A second table times typical programs as chains (``y = y * 1.0001`` ... then one backward): the mixes
 of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions).
 
-    python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown]
+    python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown] [--device cuda]
 """
 
 from __future__ import annotations
@@ -371,6 +371,29 @@ def geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def on_device(device: str, torch):
+    """Makes ``device`` both libraries' default (leaves, index tensors, constants are made there) and
+    returns what turns a dict of measured functions into ones that end with the device synchronised
+    (a GPU's kernels run after the Python that launched them returns)."""
+    if device == "cpu":
+        return lambda fns: fns
+    from gradcli.autograd import factory
+    from gradcli.backend import get_backend
+    factory.DEFAULT_DEVICE[0] = device
+    torch.set_default_device(device)
+    sync = {"gradcli": get_backend(device).synchronize, "torch": torch.cuda.synchronize}
+    import cupy
+    print(f"device {device}: {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}, CuPy {cupy.__version__}, "
+          f"torch {torch.__version__}")
+
+    def synchronised(fn, done):
+        def run():
+            fn()
+            done()
+        return run
+    return lambda fns: {name: synchronised(fn, sync[name]) for name, fn in fns.items()}
+
+
 def measure(fns: dict, rounds: int, per: int) -> dict:
     times = time_interleaved(fns, rounds=rounds, warmup=1)
     return {name: median(ts) / per * 1e6 for name, ts in times.items()}
@@ -385,6 +408,8 @@ def main() -> None:
     ap.add_argument("--no-mixes", action="store_true", help="skip the typical-program chains")
     ap.add_argument("--markdown", action="store_true", help="also print Markdown for RESULTS.md")
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1: tiny tensors)")
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda: gradcli on CuPy against torch on CUDA, every measurement synchronised")
     args = ap.parse_args()
 
     torch = import_torch(args.threads)
@@ -392,12 +417,14 @@ def main() -> None:
         sys.exit("bench_ops.py compares with PyTorch: pip install torch==2.13.0")
     import gradcli
     print(machine() + f", torch threads {torch.get_num_threads()}")
+    timed = on_device(args.device, torch)
+
 
     cases, missing = all_cases(args.only)
     rows, by_family, ratios = [], {}, []
     for case in cases:
         fns = {"gradcli": fan_out(gradcli, case, args.calls), "torch": fan_out(torch, case, args.calls)}
-        us = measure(fns, args.rounds, args.calls)
+        us = measure(timed(fns), args.rounds, args.calls)
         r = us["gradcli"] / us["torch"]
         ratios.append(r)
         by_family.setdefault(case.family, []).append(r)
@@ -419,7 +446,7 @@ def main() -> None:
         mix_rows, mix_ratios = [], []
         for name, mix in MIXES.items():
             fns = {"gradcli": chain(gradcli, mix, args.steps), "torch": chain(torch, mix, args.steps)}
-            us = measure(fns, args.rounds, args.steps)
+            us = measure(timed(fns), args.rounds, args.steps)
             r = us["gradcli"] / us["torch"]
             mix_ratios.append(r)
             mix_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])

@@ -97,8 +97,11 @@ class Backend:
         if self.is_numpy:
             _np.add.at(target, index, values)
         elif self.device_type == "cuda":
-            import cupyx  # only reachable with CuPy present
-            cupyx.scatter_add(target, index, values)
+            at = getattr(xp.add, "at", None)  # CuPy 13+ (cupyx.scatter_add is deprecated there)
+            if at is None:
+                import cupyx  # only reachable with CuPy present
+                at = cupyx.scatter_add
+            at(target, index, values)
         else:
             # Generic array-API path: go through the host (correct, not fast).
             host = _np.array(self.to_host(target))

@@ -431,15 +431,23 @@ def _dim_key(xp, dim, index):
     if index.__class__ is _ndarray:  # the positions kept per shape (numpy_fast's, as take_along_axis's)
         return along_axis_key(index.shape, dim, index)
     ndim = index.ndim
-    key = []
-    for d in range(ndim):
-        if d == dim:
-            key.append(index)
-        else:
-            shape = [1] * ndim
-            shape[d] = index.shape[d]
-            key.append(xp.reshape(xp.arange(index.shape[d]), tuple(shape)))
-    return tuple(key)
+    return tuple(index if d == dim else _positions(xp, index.shape[d], d, ndim) for d in range(ndim))
+
+
+def _positions(xp, n, d, ndim):
+    """0..n-1 along dim ``d`` of ``ndim`` dims, made once per namespace (on a GPU each is a kernel)."""
+    key = (xp, n, d, ndim)
+    found = _POSITIONS.get(key)
+    if found is None:
+        if len(_POSITIONS) >= 256:
+            _POSITIONS.clear()
+        shape = [1] * ndim
+        shape[d] = n
+        found = _POSITIONS[key] = xp.reshape(xp.arange(n), tuple(shape))
+    return found
+
+
+_POSITIONS: dict = {}
 
 
 def _scalar_view(xp, x):
@@ -554,7 +562,11 @@ def _index_range(xp, index):
     if index.__class__ is _ndarray and index.size <= 64:
         values = index.ravel().tolist()
         return min(values), max(values)
-    return int(xp.min(index)), int(xp.max(index))
+    if index.__class__ is _ndarray:
+        return int(xp.min(index)), int(xp.max(index))
+    # one copy from the device for both (each int() of a GPU array waits for the device)
+    low, high = _np.asarray(backend_of_array(index).to_host(xp.stack([xp.min(index), xp.max(index)]))).tolist()
+    return low, high
 
 
 def _check_bounds(xp, index, size, dim):

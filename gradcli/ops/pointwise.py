@@ -413,7 +413,21 @@ def _erf(xp, x):
         erf = _math.erf
         out = _np.array([erf(v) for v in x.ravel().tolist()], dtype=_np.float64).reshape(x.shape)
         return out if x.dtype == _np.float64 else out.astype(x.dtype)
+    special = _cuda_special(xp)
+    if special is not None:  # CUDA's own erf/erff, one kernel (the series below is ~150)
+        return special.erf(x)
     return _erf_series(xp, x)
+
+
+def _cuda_special(xp):
+    """``cupyx.scipy.special`` where ``xp`` is CuPy's namespace, else None."""
+    if getattr(xp, "_cupy", None) is None:
+        return None
+    try:
+        from cupyx.scipy import special
+    except ImportError:
+        return None
+    return special
 
 
 def _erf_series(xp, x):

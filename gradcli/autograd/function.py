@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, _sequence, _version_of, new_node, note_edge_nrs
+from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node, note_edge_nrs
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -257,19 +257,21 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     """``new_node`` for three or four inputs (lerp, addcmul, where, clamp with tensor bounds), as
     apply1 and record2 record one or two: the children and the save plan by the mask of inputs
     that need a gradient, each saved input with its version, the output numbers only where an
-    input is a view."""
+    input is a view. (Plain loops: a generator expression costs more than the work it does.)"""
     children = []
     mask = 0
+    bit = 1
     views = False
-    for i, x in enumerate(inputs):
+    for x in inputs:
         child = None
         if x.__class__ is Tensor and x._requires_grad:
             child = x.grad_fn or x._accumulator()
             if child is not None:
-                mask |= 1 << i
+                mask |= bit
             if x._view is not None:
                 views = True
         children.append(child)
+        bit <<= 1
     node = _new(cls)
     node._k = len(children)
     node._n0, node._n1 = children[0], children[1]
@@ -278,19 +280,29 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     save_result = plan[-1]
     node._sr = data if save_result else None
     node._vr = None
+    node._s0 = node._s1 = None
     if True in plan[:-1]:
-        values = tuple(x if saved else None for x, saved in zip(inputs, plan))
-        versions = tuple(None if x.__class__ is not Tensor else _version_of(x) for x in values)
-        node._s0 = node._s1 = None
-        node._sx = (values, versions)
+        values, versions = [], []
+        for x, saved in zip(inputs, plan):
+            if saved and x.__class__ is Tensor:
+                vc = x._vc
+                if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+                    raise inference_saved()
+                values.append(x)
+                versions.append(0 if vc is None else vc[0])
+            else:
+                values.append(x if saved else None)
+                versions.append(None)
+        node._sx = (tuple(values), tuple(versions))
         node._live = True
     else:
-        node._s0 = node._s1 = node._sx = None
+        node._sx = None
         node._live = True if save_result else None
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = tuple([getattr(a, "shape", ()) for a in arrays]) if cls.save_sizes else None
+    node._shapes = tuple([a.shape if a.__class__ is _ndarray else getattr(a, "shape", ()) for a in arrays]) \
+        if cls.save_sizes else None
     node._shape = getattr(data, "shape", None)
     node._seq = _seq()
     if SAVED_HOOKS:

@@ -733,6 +733,12 @@ def _fmod(xp, a, b):
 def _remainder(xp, a, b):
     """torch's remainder: fmod moved by one divisor where its sign differs from the divisor's. A zero
     keeps fmod's sign (NumPy's remainder gives it the divisor's: -0.0 % 2 is 0.0 there, -0.0 in torch)."""
+    if a.__class__ is _ndarray and a.dtype.kind == "f":
+        # NumPy's remainder is that formula (npy_divmod) but for a zero's sign (the divisor's): 3 calls, not 7
+        out = _np.remainder(a, b)
+        if out.__class__ is _ndarray:
+            _np.copysign(out, a, out=out, where=out == 0)
+            return out
     mod = _fmod(xp, a, b)
     return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 
@@ -1074,7 +1080,14 @@ def _ternary(name, tensors, arg_names) -> bool:
     for t in tensors[1:]:
         data = t._data
         if data.shape != out:
-            out = _broadcast_shape(tuple(out), tuple(data.shape))
+            pair = (tuple(out), tuple(data.shape))
+            found = _BROADCASTS.get(pair)
+            if found is None:
+                found = _broadcast_shape(*pair)
+                if len(_BROADCASTS) >= 4096:
+                    _BROADCASTS.clear()
+                _BROADCASTS[pair] = found
+            out = found
         same = same and data.__class__ is _ndarray and data.dtype == first.dtype
     check_numel(out)
     return same
@@ -1089,7 +1102,16 @@ def _lerp_number(xp, a, b, weight):
 
 
 def _lerp_tensor(xp, a, b, w):
+    """``_lerp_number`` with a weight per element: each element from its own end. A few NumPy
+    weights all on one side (the usual: one weight, or a row of them) take that side's formula
+    alone, the same values as the ``where`` of both."""
     d = b - a
+    if w.__class__ is _ndarray and w.size <= 16:
+        weights = w.ravel().tolist()
+        if all(-0.5 < v < 0.5 for v in weights):
+            return a + w * d
+        if not any(-0.5 < v < 0.5 for v in weights):  # (NaN weights too: the where's other side)
+            return b - d * (1 - w)
     return xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
 
 

@@ -42,6 +42,18 @@ def apply(cls, inputs, attrs=(), arrays=None):
         a = inputs[0]
         if a.__class__ is Tensor:
             return apply1(cls, a, a._data if arrays is None else arrays[0], attrs)
+    elif k == 3 and cls._mask_plans is not None:  # lerp, addcmul, addcdiv, addmm, where...: three tensors
+        a, b, c = inputs
+        if a.__class__ is Tensor and b.__class__ is Tensor and c.__class__ is Tensor:
+            backend = a._backend
+            if b._backend is not backend or c._backend is not backend:
+                raise _devices_differ(backend, b._backend if b._backend is not backend else c._backend)
+            if arrays is None:
+                arrays = (a._data, b._data, c._data)
+            data = cls.forward(backend.xp, *arrays, *attrs)
+            if (a._requires_grad or b._requires_grad or c._requires_grad) and _GRAD.enabled:
+                return _record_n(cls, inputs, arrays, data, attrs, backend)
+            return _make(data, backend)
     return _apply_general(cls, inputs, attrs, arrays)
 
 

@@ -1107,10 +1107,13 @@ def _lerp_tensor(xp, a, b, w):
     alone, the same values as the ``where`` of both."""
     d = b - a
     if w.__class__ is _ndarray and w.size <= 16:
-        weights = w.ravel().tolist()
-        if all(-0.5 < v < 0.5 for v in weights):
+        weights = w.ravel().tolist()  # (a NaN weight gives NaN from either formula)
+        if -0.5 < min(weights, default=0.0) and max(weights, default=0.0) < 0.5:
             return a + w * d
-        if not any(-0.5 < v < 0.5 for v in weights):  # (NaN weights too: the where's other side)
+        for v in weights:
+            if -0.5 < v < 0.5:
+                break
+        else:
             return b - d * (1 - w)
     return xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
 

@@ -306,24 +306,28 @@ def accumulate(ufunc, x, axis):
 _WIDER = {_np.dtype("float32"): _np.dtype("float64"), _np.dtype("float16"): _np.dtype("float32")}
 
 
-def along_axis_key(shape, axis, indices):
+def along_axis_key(shape, axis, indices, keepdim=True):
     """The advanced key that picks, at each position, ``indices`` along ``axis`` and the position's
     own index along every other axis of ``shape`` (np.take_along_axis's, gather's): the aranges of
-    the other axes are kept per (shape, axis), read-only."""
-    key = _ALONG.get((shape, axis))
+    the other axes are kept per (shape, axis), read-only. ``keepdim=False``: ``indices`` have no
+    ``axis`` (one per position of ``shape`` without it, at least one dim), and so has the result."""
+    key = _ALONG.get((shape, axis, keepdim))
     if key is None:
         if len(_ALONG) >= 1024:
             _ALONG.clear()
-        ones = (1,) * len(shape)
+        rest = shape if keepdim else shape[:axis] + (1,) + shape[axis + 1:]
+        ones = (1,) * len(rest)
         parts = []
-        for d, n in enumerate(shape):
+        for d, n in enumerate(rest):
             if d == axis:
                 parts.append(None)
             else:
                 part = _np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
+                if not keepdim:
+                    part = part.reshape(part.shape[:axis] + part.shape[axis + 1:])
                 part.flags.writeable = False
                 parts.append(part)
-        key = _ALONG[(shape, axis)] = parts
+        key = _ALONG[(shape, axis, keepdim)] = parts
     out = list(key)
     out[axis] = indices
     return tuple(out)

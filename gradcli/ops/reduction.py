@@ -917,8 +917,8 @@ def argmin(input, dim=None, keepdim=False):
 def _pick(xp, x, dim, indices, keepdim=True):
     """``x``'s values at ``indices`` along ``dim`` (``indices`` without that dim: one per row)."""
     if x.__class__ is _ndarray and x.ndim:  # NumPy: take_along_axis's own indexing, its key kept per shape
-        if keepdim:
-            return x[along_axis_key(x.shape, dim, indices)]
+        if keepdim or indices.ndim:
+            return x[along_axis_key(x.shape, dim, indices, keepdim)]
         shape = indices.shape
         return x[along_axis_key(x.shape, dim, indices.reshape(shape[:dim] + (1,) + shape[dim:]))].reshape(shape)
     if x.ndim == 0:
@@ -984,11 +984,14 @@ def _k_of(fn, k):
 
 def _selected(name, cls, input, d, indices, attrs_before=()):
     """The values at ``indices`` (recorded as ``cls``) and the indices, as torch.return_types.<name>."""
+    if indices.__class__ is _ndarray:  # NumPy: as below; the copy C-contiguous (the indices may be a reversed view)
+        if indices.dtype != _INT64:
+            indices = indices.astype(_INT64)
+        values = apply(cls, (input,), attrs_before + (indices,))
+        return ReturnTypes(name, values, Tensor._make(indices.copy(), input._backend))
     xp = input._backend.xp
     indices = xp.astype(indices, xp.int64, copy=False)  # (the tensor returned gets its own copy below)
     values = apply(cls, (input,), attrs_before + (indices,))
-    if indices.__class__ is _ndarray:  # C-contiguous (the indices may be a reversed view)
-        return ReturnTypes(name, values, Tensor._make(indices.copy(), input._backend))
     return ReturnTypes(name, values, Tensor._make(xp.asarray(indices, copy=True), input._backend))
 
 

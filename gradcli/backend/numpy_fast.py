@@ -191,6 +191,8 @@ class NumPyNamespace:
     @staticmethod
     def flip(m, axis=None):
         """np.flip: ``m`` indexed by ``::-1`` on the axes (one int or a tuple), a view."""
+        if m.__class__ is _ndarray and axis.__class__ is int and -m.ndim <= axis < m.ndim:
+            return m[reversed_key(m.ndim, axis % m.ndim)]
         if m.__class__ is _ndarray and axis is not None:
             axes = axis if axis.__class__ is tuple else (axis,)
             n = m.ndim
@@ -291,24 +293,41 @@ def _cumulative(ufunc, numpy_fn, x, axis, dtype, out, include_initial):
     return numpy_fn(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
 
 
-def along_axis_key(shape, axis, indices):
+def accumulate(ufunc, x, axis):
+    """``ufunc.accumulate`` along ``axis`` of a NumPy array as torch's CPU kernel runs it (what
+    formulas.cumulative computes through this namespace's cumulative_sum/prod): float32 and float16
+    in float64 and float32 (its acc_type), each value rounded back to the input's dtype."""
+    wider = _WIDER.get(x.dtype)
+    if wider is None:
+        return ufunc.accumulate(x, axis=axis)
+    return ufunc.accumulate(x, axis=axis, dtype=wider).astype(x.dtype)
+
+
+_WIDER = {_np.dtype("float32"): _np.dtype("float64"), _np.dtype("float16"): _np.dtype("float32")}
+
+
+def along_axis_key(shape, axis, indices, keepdim=True):
     """The advanced key that picks, at each position, ``indices`` along ``axis`` and the position's
     own index along every other axis of ``shape`` (np.take_along_axis's, gather's): the aranges of
-    the other axes are kept per (shape, axis), read-only."""
-    key = _ALONG.get((shape, axis))
+    the other axes are kept per (shape, axis), read-only. ``keepdim=False``: ``indices`` have no
+    ``axis`` (one per position of ``shape`` without it, at least one dim), and so has the result."""
+    key = _ALONG.get((shape, axis, keepdim))
     if key is None:
         if len(_ALONG) >= 1024:
             _ALONG.clear()
-        ones = (1,) * len(shape)
+        rest = shape if keepdim else shape[:axis] + (1,) + shape[axis + 1:]
+        ones = (1,) * len(rest)
         parts = []
-        for d, n in enumerate(shape):
+        for d, n in enumerate(rest):
             if d == axis:
                 parts.append(None)
             else:
                 part = _np.arange(n).reshape(ones[:d] + (-1,) + ones[d + 1:])
+                if not keepdim:
+                    part = part.reshape(part.shape[:axis] + part.shape[axis + 1:])
                 part.flags.writeable = False
                 parts.append(part)
-        key = _ALONG[(shape, axis)] = parts
+        key = _ALONG[(shape, axis, keepdim)] = parts
     out = list(key)
     out[axis] = indices
     return tuple(out)
@@ -317,6 +336,22 @@ def along_axis_key(shape, axis, indices):
 _ALONG: dict = {}
 _ALL = slice(None)
 _REVERSED = slice(None, None, -1)
+
+
+def reversed_key(ndim, axis):
+    """The basic key that reverses ``axis`` (in 0..ndim-1) of an array of ``ndim`` dims (np.flip's
+    view), kept per (ndim, axis)."""
+    key = _REVERSED_KEYS.get((ndim, axis))
+    if key is None:
+        if len(_REVERSED_KEYS) >= 1024:
+            _REVERSED_KEYS.clear()
+        parts = [_ALL] * ndim
+        parts[axis] = _REVERSED
+        key = _REVERSED_KEYS[(ndim, axis)] = tuple(parts)
+    return key
+
+
+_REVERSED_KEYS: dict = {}
 
 
 def _triangle(rows, columns, k):

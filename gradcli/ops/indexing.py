@@ -456,6 +456,8 @@ def _scalar_view(xp, x):
 
 
 def gather_array(xp, x, dim, index):
+    if x.__class__ is _ndarray and index.__class__ is _ndarray and index.ndim == x.ndim != 0:
+        return x[along_axis_key(index.shape, dim, index)]  # NumPy: _gather's indexing, _dim_key's key
     if x.ndim == 0:
         return xp.reshape(_gather(xp, _scalar_view(xp, x), (_scalar_view(xp, index),)), ())
     return _gather(xp, x, _dim_key(xp, dim, index))
@@ -464,6 +466,17 @@ def gather_array(xp, x, dim, index):
 def scatter_array(xp, x, dim, index, src, accumulate=False):
     """``x`` with ``src`` (an array of at least ``index``'s shape, or a number) written, or added,
     at ``index`` along ``dim``; a new array."""
+    if x.__class__ is _ndarray and index.__class__ is _ndarray and index.ndim == x.ndim != 0 \
+            and getattr(src, "ndim", x.ndim) == x.ndim:  # NumPy, no 0-d operand: the lines below, direct
+        out = x.copy(order="K")  # (xp.asarray(x, copy=True)'s layout)
+        key = along_axis_key(index.shape, dim, index)
+        if src.__class__ is _ndarray and src.shape != index.shape:
+            src = src[tuple(slice(0, n) for n in index.shape)]
+        if accumulate:
+            _np.add.at(out, key, src)  # the NumPy backend's scatter_add
+        else:
+            out[key] = src
+        return out
     shape = x.shape
     out = xp.asarray(_scalar_view(xp, x), copy=True)
     index = _scalar_view(xp, index)
@@ -486,6 +499,10 @@ def scatter_array(xp, x, dim, index, src, accumulate=False):
 
 
 def index_add_array(xp, x, dim, index, source):
+    if x.__class__ is _ndarray and x.ndim and source.ndim:  # NumPy, no 0-d operand: the lines below, direct
+        out = x.copy(order="K")  # (xp.asarray(x, copy=True)'s layout)
+        _np.add.at(out, (_ALL,) * dim + (index,), source)  # the NumPy backend's scatter_add
+        return out
     out = xp.asarray(_scalar_view(xp, x), copy=True)
     if source.ndim == 0:
         source = xp.reshape(source, (1,))
@@ -580,6 +597,9 @@ def _check_bounds(xp, index, size, dim):
 def _check_gather_shapes(fn, self_shape, dim, index, src_shape=None):
     """torch's gather/scatter shape rules: one number of dims; index no larger than self (but at
     ``dim``) and than src."""
+    sizes = index.shape
+    if sizes == self_shape and (src_shape is None or sizes == src_shape) and sizes:
+        return  # the usual call: index, self (and src) of one shape
     ndim = max(len(self_shape), 1)
     if max(index.ndim, 1) != ndim:
         raise ShapeError(f"Index tensor must have the same number of dimensions as {'input' if fn == 'gather' else 'self'} tensor")
@@ -607,7 +627,7 @@ def index_select(input, dim, index):
         raise GradIndexError("index_select(): Index is supposed to be a vector")
     xp = input._backend.xp
     _check_bounds_select(xp, data, input.shape[d] if input.ndim else 1)
-    return apply(IndexSelectBackward0, (input,), (d, xp.reshape(data, (-1,))))
+    return apply(IndexSelectBackward0, (input,), (d, data if data.ndim == 1 else xp.reshape(data, (-1,))))
 
 
 def _check_bounds_select(xp, index, size):
@@ -629,7 +649,7 @@ def index_add(input, dim, index, source, *, alpha=1):
                          f"({source.shape[d] if source.ndim else 1}), for dim: {d}")
     xp = input._backend.xp
     _check_bounds(xp, data, input.shape[d] if input.ndim else 1, d)
-    return apply(IndexAddBackward0, (input, source), (d, xp.reshape(data, (-1,)), alpha))
+    return apply(IndexAddBackward0, (input, source), (d, data if data.ndim == 1 else xp.reshape(data, (-1,)), alpha))
 
 
 @op(GatherBackward0)

@@ -14,6 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
+from ..backend.numpy_fast import accumulate, along_axis_key, reversed_key
 from ..backend.rows import by_rows
 from ..errors import GradIndexError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -28,6 +29,7 @@ _ndarray = _np.ndarray
 _INT64 = _np.dtype("int64")
 _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
+_MIN = _np.minimum.reduce
 _exp = _np.exp
 _log = _np.log
 _sqrt = _np.sqrt
@@ -443,10 +445,17 @@ ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, 
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
                             self="prod_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
+def _cumulative(xp, x, dim, product=False):
+    """formulas.cumulative; on a NumPy array of one or more dims, the ufunc call it ends in."""
+    if x.__class__ is _ndarray and x.ndim:
+        return accumulate(_np.multiply if product else _np.add, x, dim)
+    return cumulative(xp, x, dim, product)
+
+
 CumsumBackward0 = define_node("CumsumBackward0", attrs=("dim",), self="cumsum_backward(F, grad, dim)",
-                              forward=lambda xp, x, dim: cumulative(xp, x, dim))
+                              forward=_cumulative)
 CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
-                               forward=lambda xp, x, dim: cumulative(xp, x, dim, True))
+                               forward=lambda xp, x, dim: _cumulative(xp, x, dim, True))
 MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
                            forward=lambda xp, x: array_max(xp, x))
 MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",
@@ -907,6 +916,11 @@ def argmin(input, dim=None, keepdim=False):
 
 def _pick(xp, x, dim, indices, keepdim=True):
     """``x``'s values at ``indices`` along ``dim`` (``indices`` without that dim: one per row)."""
+    if x.__class__ is _ndarray and x.ndim:  # NumPy: take_along_axis's own indexing, its key kept per shape
+        if keepdim or indices.ndim:
+            return x[along_axis_key(x.shape, dim, indices, keepdim)]
+        shape = indices.shape
+        return x[along_axis_key(x.shape, dim, indices.reshape(shape[:dim] + (1,) + shape[dim:]))].reshape(shape)
     if x.ndim == 0:
         return xp.asarray(x, copy=True)
     idx = indices if keepdim else xp.expand_dims(indices, axis=dim)
@@ -917,6 +931,11 @@ def _pick(xp, x, dim, indices, keepdim=True):
 def _sorted_indices(xp, x, dim, descending):
     """Stable sort order along ``dim``; descending: of the flipped array, flipped back, so that
     ties still keep their order and NaN comes first."""
+    if x.__class__ is _ndarray:  # NumPy: the same sorts, the flips as basic keys (the result a view)
+        if not descending:
+            return x.argsort(axis=dim, stable=True)
+        key = reversed_key(x.ndim, dim)
+        return ((x.shape[dim] - 1) - x[key].argsort(axis=dim, stable=True))[key]
     if not descending:
         return xp.argsort(x, axis=dim, stable=True)
     n = x.shape[dim]
@@ -932,13 +951,13 @@ def _median_all(xp, x):
 
 SortBackward0 = define_node("SortBackward0", attrs=("dim", "indices"),
                             self="F.value_selecting(grad, dim, indices, self_sizes, True)",
-                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+                            forward=_pick)
 SortBackward1 = define_node("SortBackward1", attrs=("dim", "indices"),  # sort(stable=...): torch's sort.stable
                             self="F.value_selecting(grad, dim, indices, self_sizes, True)",
-                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+                            forward=_pick)
 TopkBackward0 = define_node("TopkBackward0", attrs=("dim", "indices"),
                             self="F.value_selecting(grad, dim, indices, self_sizes, True)",
-                            forward=lambda xp, x, dim, indices: _pick(xp, x, dim, indices))
+                            forward=_pick)
 KthvalueBackward0 = define_node("KthvalueBackward0", attrs=("dim", "keepdim", "indices"),
                                 self="F.value_selecting(grad, dim, indices, self_sizes, keepdim)",
                                 forward=lambda xp, x, dim, keepdim, indices: _pick(xp, x, dim, indices, keepdim))
@@ -965,6 +984,11 @@ def _k_of(fn, k):
 
 def _selected(name, cls, input, d, indices, attrs_before=()):
     """The values at ``indices`` (recorded as ``cls``) and the indices, as torch.return_types.<name>."""
+    if indices.__class__ is _ndarray:  # NumPy: as below; the copy C-contiguous (the indices may be a reversed view)
+        if indices.dtype != _INT64:
+            indices = indices.astype(_INT64)
+        values = apply(cls, (input,), attrs_before + (indices,))
+        return ReturnTypes(name, values, Tensor._make(indices.copy(), input._backend))
     xp = input._backend.xp
     indices = xp.astype(indices, xp.int64, copy=False)  # (the tensor returned gets its own copy below)
     values = apply(cls, (input,), attrs_before + (indices,))
@@ -1008,10 +1032,13 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 
 def _has_nan(xp, t) -> bool:
-    """Whether a floating tensor holds a NaN (a NumPy array's by its own method: np.any is a wrapper)."""
+    """Whether a floating tensor holds a NaN (a NumPy array's by one reduction: np.isnan(x).any() is two calls)."""
     data = t._data
-    if data.__class__ is _ndarray:
-        return data.dtype.kind == "f" and bool(_np.isnan(data).any())
+    if data.__class__ is _ndarray:  # the least element is NaN where one is (minimum propagates NaN)
+        if data.dtype.kind != "f" or not data.size:
+            return False
+        low = _MIN(data, None)
+        return bool(low != low)
     return t.dtype.is_floating_point and bool(xp.any(xp.isnan(data)))
 
 

@@ -5,6 +5,7 @@ graph under create_graph is torch's, and bad indices fail with torch's messages 
 
 import pytest
 
+import gradcli as gc
 from test_lang_pytorch import run, same_as_torch
 
 torch = pytest.importorskip("torch")
@@ -89,3 +90,16 @@ def test_bad_indices_fail_with_torchs_message(src):
     code, doc = run(program)
     assert doc["error"]["message"] == expected
     assert code == (3 if "backward" in src else 2)  # a bad program: 2; a failing backward: 3 (SPEC)
+
+
+@pytest.mark.parametrize("values", [[float("nan"), 1.0], [1.0, float("nan"), 2.0], [3.0, 1.0, 2.0],
+                                    [[2.0, float("nan")], [float("nan"), 0.5]], [2.0, 1.0]])
+def test_median_of_everything_is_nan_where_any_element_is(values):
+    """torch's median() (no dim) is NaN where the input holds one (it sorted NaN last and picked the
+    middle: median([nan, 1]) was 1), its gradient shared by the NaNs (evenly_distribute_backward)."""
+    x, tx = gc.tensor(values, requires_grad=True), torch.tensor(values, requires_grad=True)
+    got, want = x.median(), tx.median()
+    assert str(got) == str(want)
+    got.backward()
+    want.backward()
+    assert str(x.grad) == str(tx.grad)

@@ -231,3 +231,20 @@ def test_numpy_and_tensor_integers_are_taken_as_ints():
                 "t.roll(np.int32(1), np.int64(0))", "t.tril(np.int64(-1))"):
         ours, theirs = (eval(src, {"L": L, "np": np, "t": L.tensor(x.tolist())}) for L in (gc, torch))  # noqa: S307
         np.testing.assert_array_equal(np.asarray(ours.tolist()), theirs.numpy())
+
+
+def test_running_sums_start_from_positive_zero_as_torch():
+    """torch's cumsum adds each element to an accumulator that starts at +0.0: a running sum of -0.0
+    is +0.0 (NumPy's accumulate starts from the first element: -0.0); cumprod keeps -0.0 (1 * -0.0)."""
+    for values in ([-0.0, 1.0], [-0.0, -0.0, -1.0, 1.0], [[-0.0, 2.0], [-0.0, -0.0]]):
+        for dtype, tdtype in ((gc.float32, torch.float32), (gc.float64, torch.float64), (gc.float16, torch.float16)):
+            for dim in range(np.ndim(values)):
+                for fn in ("cumsum", "cumprod"):
+                    got = getattr(gc.tensor(values, dtype=dtype), fn)(dim)
+                    want = getattr(torch.tensor(values, dtype=tdtype), fn)(dim)
+                    assert str(got) == str(want), (values, dtype, dim, fn)
+                    assert np.array_equal(np.signbit(np.array(got.tolist())), np.signbit(want.numpy())), (values, fn)
+    x, tx = gc.tensor([-0.0, 1.0], requires_grad=True), torch.tensor([-0.0, 1.0], requires_grad=True)
+    x.cumsum(0).backward(gc.tensor([-0.0, -0.0]))
+    tx.cumsum(0).backward(torch.tensor([-0.0, -0.0]))
+    assert str(x.grad) == str(tx.grad) == "tensor([0., 0.])"

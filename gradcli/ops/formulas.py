@@ -15,7 +15,7 @@ from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
 from ..backend.rows import by_rows
 from ..limits import check_flops
-from .pointwise import _sigmoid, divide_rounded as _divide_rounded
+from .pointwise import _is_kind, _sigmoid, divide_rounded as _divide_rounded
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 _ADD_REDUCE = _NUMPY.xp.add.reduce
@@ -82,9 +82,10 @@ def cumulative(xp, x, dim, product=False):
     fn = getattr(xp, "cumulative_prod" if product else "cumulative_sum", None) or (xp.cumprod if product else xp.cumsum)
     half = getattr(xp, "float16", None)  # array-api-strict has none
     wider = xp.float64 if x.dtype == xp.float32 else xp.float32 if half is not None and x.dtype == half else None
-    if wider is None:
-        return fn(x, axis=dim)
-    return xp.astype(fn(x, axis=dim, dtype=wider), x.dtype)
+    out = fn(x, axis=dim) if wider is None else xp.astype(fn(x, axis=dim, dtype=wider), x.dtype)
+    if not product and _is_kind(xp, out, "f"):
+        out = out + 0.0  # torch's sums start from +0.0: a running sum of -0.0 is +0.0
+    return out
 
 
 def _zero_where(cond, a, out=None):

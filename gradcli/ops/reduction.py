@@ -946,7 +946,9 @@ def _median_all(xp, x):
     flat = xp.reshape(x, (-1,))
     if flat.shape[0] == 0:
         return xp.asarray(float("nan"), dtype=x.dtype)
-    return xp.sort(flat, stable=True)[(flat.shape[0] - 1) // 2]  # NaN sorts last: a NaN input gives NaN
+    ordered = xp.sort(flat, stable=True)
+    last = ordered[-1]  # NaN sorts last: any NaN makes the median NaN, as torch's
+    return last if bool(last != last) else ordered[(flat.shape[0] - 1) // 2]
 
 
 SortBackward0 = define_node("SortBackward0", attrs=("dim", "indices"),

@@ -30,6 +30,7 @@ from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .inplace import inplace_variant
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
+from ..backend.numpy_fast import scalars as _scalars
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
@@ -549,8 +550,30 @@ _GELU_BETA = 0.7978845608028654  # M_SQRT2 * M_2_SQRTPI * 0.5: sqrt(2 / pi)
 _GELU_KAPPA = 0.044715
 
 
+_GELU_TANH = (0.5, 1, _GELU_BETA, _GELU_KAPPA, 3 * _GELU_KAPPA)  # (3 * kappa: Python's product, as below)
+
+# The NumPy forms below (float32/float64 arrays: ``_scalars``) make the general form's operations in
+# the same order on the same operands, its Python numbers as 0-d arrays of the input's dtype (the
+# same bits), into arrays they made themselves (``out=``): the same values with fewer arrays.
+_multiply, _add, _subtract, _divide = _np.multiply, _np.add, _np.subtract, _np.divide
+_minimum, _exp, _tanh, _where, _copyto = _np.minimum, _np.exp, _np.tanh, _np.where, _np.copyto
+
+
 def _gelu(xp, x, approximate):
     if approximate == "tanh":
+        c = _scalars(x, _GELU_TANH)
+        if c is not None:
+            half, one, beta, kappa, _ = c
+            a = x * x
+            a *= x
+            _multiply(kappa, a, a)
+            _add(x, a, a)
+            _multiply(beta, a, a)
+            _tanh(a, a)
+            _add(one, a, a)
+            out = half * x
+            out *= a
+            return out
         return 0.5 * x * (1 + xp.tanh(_GELU_BETA * (x + _GELU_KAPPA * (x * x * x))))
     return x * 0.5 * (1 + _pointwise._erf(xp, x * _SQRT1_2))
 
@@ -558,6 +581,27 @@ def _gelu(xp, x, approximate):
 def gelu_grad(xp, g, x, approximate):
     """gelu_backward: grad * (cdf + x * pdf), or the tanh form's derivative."""
     if approximate == "tanh":
+        c = _scalars(x, _GELU_TANH)
+        if c is not None:
+            half, one, beta, kappa, kappa3 = c
+            x_sq = x * x
+            t = _multiply(kappa, x_sq)
+            t *= x
+            _add(x, t, t)
+            _multiply(beta, t, t)
+            _tanh(t, t)
+            d = t * t
+            _subtract(one, d, d)  # 1 - t * t
+            right = half * x
+            right *= d
+            _multiply(kappa3, x_sq, x_sq)
+            _add(one, x_sq, x_sq)
+            _multiply(beta, x_sq, x_sq)
+            right *= x_sq
+            _add(one, t, t)
+            _multiply(half, t, t)
+            t += right
+            return g * t
         x_sq = x * x
         inner = _GELU_BETA * (x + _GELU_KAPPA * x_sq * x)
         t = xp.tanh(inner)
@@ -583,12 +627,26 @@ def leaky_relu_grad(xp, g, x, slope, is_result=False):
 
 def elu_grad(xp, g, x, alpha, is_result=False):
     """elu_backward (scale and input_scale 1): x is the input, or with ``is_result`` the output."""
+    c = _scalars(x, (alpha, 0))
+    if c is not None:
+        a, zero = c
+        neg = x + a if is_result else _exp(x)
+        if not is_result:
+            _multiply(a, neg, neg)
+        return _where(x <= zero, g * neg, g)
     neg = g * (x + alpha) if is_result else g * (alpha * xp.exp(x))
     return xp.where(x <= 0, neg, g)
 
 
 def softplus_grad(xp, g, x, beta, threshold):
     """g where x * beta > threshold, else g * z / (z + 1), z = exp(x * beta) (``_exp_below``)."""
+    c = _scalars(x, (beta, threshold, 1)) if threshold < 80 else None  # (_exp_below's exp of the minimum)
+    if c is not None:
+        b, th, one = c
+        xb = x if beta == 1 else x * b
+        z = _minimum(xb, th)
+        _exp(z, z)
+        return _where(xb > th, g, g * z / _add(z, one))
     xb = x if beta == 1 else x * beta
     z = _exp_below(xp, xb, threshold)
     return xp.where(xb > threshold, g, g * z / (z + 1))
@@ -609,12 +667,32 @@ def hardtanh_grad(xp, g, x, lo, hi):
     return xp.where((x <= lo) | (x >= hi), xp.zeros_like(g), g)
 
 
+_ZERO_ONE = (0, 1)
+
+
 def _logsigmoid(xp, x):
+    c = _scalars(x, _ZERO_ONE)
+    if c is not None:
+        a = _np.abs(x)
+        _np.negative(a, a)
+        _exp(a, a)
+        _np.log1p(a, a)
+        return _subtract(_minimum(x, c[0]), a, a)
     return xp.minimum(x, xp.zeros_like(x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def log_sigmoid_grad(xp, g, x):
     """log_sigmoid_backward: grad * (max_deriv - sign * z / (1 + z)), z = exp(-|x|)."""
+    c = _scalars(x, _ZERO_ONE)
+    if c is not None:
+        zero, one = c
+        z = _np.abs(x)
+        _np.negative(z, z)
+        _exp(z, z)
+        q = _add(one, z)
+        _divide(z, q, q)  # z / (1 + z)
+        _subtract(one, q, q, where=x < zero)  # 1 - z / (1 + z) where x < 0
+        return g * q
     z = xp.exp(-xp.abs(x))
     neg = x < 0
     return g * xp.where(neg, 1 - z / (1 + z), z / (1 + z))
@@ -624,6 +702,13 @@ def silu_grad(F, grad, x):
     """torch's infinitely_differentiable_silu_backward: grad * s * (1 + x * (1 - s)), s = sigmoid(x)
     (its ``1 - s`` a C++ one: SubBackward0 under create_graph)."""
     s = F.sigmoid(x)
+    c = None if F.differentiable else _scalars(s, _ZERO_ONE)
+    if c is not None:
+        one = c[1]
+        a = _subtract(one, s)
+        _multiply(x, a, a)
+        _add(one, a, a)
+        return grad * s * a
     return grad * s * (1 + x * (F.filled(1, s) - s))
 
 
@@ -635,7 +720,16 @@ GeluBackwardBackward0 = define_node(
     "GeluBackwardBackward0", inputs=("grad_output", "self"), attrs=("approximate",), forward=gelu_grad,
     grad_output="F.gelu_backward(grad, self, approximate)",
     self="grad * grad_output * gelu_second(F, self, approximate)")
-SiluBackward0 = define_node("SiluBackward0", forward=lambda xp, x: x * _pointwise._sigmoid(xp, x),
+
+
+def _silu(xp, x):
+    s = _pointwise._sigmoid(xp, x)
+    if _scalars(x, ()) is not None:  # a float32/float64 array: s is a new array of its dtype and shape
+        return _multiply(x, s, s)
+    return x * s
+
+
+SiluBackward0 = define_node("SiluBackward0", forward=_silu,
                             self="silu_grad(F, grad, self)")
 LeakyReluBackward0 = define_node("LeakyReluBackward0", attrs=("negative_slope",),
                                  forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
@@ -651,6 +745,14 @@ LeakyReluBackwardBackward0 = define_node(
 
 
 def _elu(xp, x, alpha):
+    c = _scalars(x, (alpha, 0))
+    if c is not None:
+        a, zero = c
+        neg = _minimum(x, zero)
+        _np.expm1(neg, neg)
+        _multiply(a, neg, neg)
+        _copyto(neg, x, where=x > zero)  # where(x > 0, x, neg), as softplus's
+        return neg
     return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, xp.zeros_like(x))))
 
 
@@ -669,6 +771,17 @@ EluBackwardBackward0 = define_node(
 def _softplus(xp, x, beta, threshold):
     """torch's kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta (``_exp_below``);
     beta == 1 multiplies and divides by nothing (x * 1 and y / 1 are x and y)."""
+    c = _scalars(x, (beta, threshold)) if threshold < 80 else None  # (_exp_below's exp of the minimum)
+    if c is not None:
+        b, th = c
+        xb = x if beta == 1 else x * b
+        out = _minimum(xb, th)
+        _exp(out, out)
+        _np.log1p(out, out)
+        if beta != 1:
+            _divide(out, b, out)
+        _copyto(out, x, where=xb > th)  # where(xb > th, x, out), out being of x's dtype, shape and layout
+        return out
     xb = x if beta == 1 else x * beta
     out = xp.log1p(_exp_below(xp, xb, threshold))
     return xp.where(xb > threshold, x, out if beta == 1 else out / beta)

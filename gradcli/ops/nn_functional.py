@@ -832,9 +832,16 @@ def log_sigmoid_backward(grad_output, self):
     return apply(LogSigmoidBackwardBackward0, (grad_output, self))
 
 
-def _float_input(input, kernel):
-    """The activation's input: a float tensor (integers refused with torch's kernel message)."""
-    return _pointwise._unary_input(kernel, input, False, kernel)[0]
+def _activation(node, input, kernel, attrs=()):
+    """``apply(node, (input,), attrs)`` on the activation's input, a float tensor (integers refused
+    with torch's ``kernel`` message); a float NumPy tensor, the usual call, goes straight to apply1
+    (apply's one-tensor path), as _unary's ops do."""
+    if input.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.dtype.kind == "f":
+            return apply1(node, input, data, attrs)
+    input, data = _pointwise._unary_input(kernel, input, False, kernel)
+    return apply1(node, input, data, attrs)
 
 
 @op(GeluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -842,7 +849,7 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit x * Phi(x); approximate='tanh' uses torch's tanh form."""
     if approximate not in ("none", "tanh"):
         raise ShapeError("approximate argument must be either none or tanh.")
-    return apply(GeluBackward0, (_float_input(input, "GeluKernelImpl"),), (approximate,))
+    return _activation(GeluBackward0, input, "GeluKernelImpl", (approximate,))
 
 
 @op(SiluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -850,11 +857,11 @@ def silu(input, inplace=False):
     """x * sigmoid(x) (swish)."""
     if inplace:
         return _SILU_(input)
-    return apply(SiluBackward0, (_float_input(input, "silu_cpu"),))
+    return _activation(SiluBackward0, input, "silu_cpu")
 
 
 def _leaky_relu_(input, negative_slope=0.01):
-    return apply(LeakyReluBackward1, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+    return _activation(LeakyReluBackward1, input, "leaky_relu_cpu", (negative_slope,))
 
 
 @op(LeakyReluBackward0, LeakyReluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -862,11 +869,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x."""
     if inplace:
         return _LEAKY_RELU_(input, negative_slope)
-    return apply(LeakyReluBackward0, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+    return _activation(LeakyReluBackward0, input, "leaky_relu_cpu", (negative_slope,))
 
 
 def _elu_(input, alpha=1.0):
-    return apply(EluBackward1, (_float_input(input, "elu_cpu"),), (alpha,))
+    return _activation(EluBackward1, input, "elu_cpu", (alpha,))
 
 
 @op(EluBackward0, EluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -874,13 +881,13 @@ def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     if inplace:
         return _ELU_(input, alpha)
-    return apply(EluBackward0, (_float_input(input, "elu_cpu"),), (alpha,))
+    return _activation(EluBackward0, input, "elu_cpu", (alpha,))
 
 
 @op(SoftplusBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold."""
-    return apply(SoftplusBackward0, (_float_input(input, "softplus_cpu"),), (beta, threshold))
+    return _activation(SoftplusBackward0, input, "softplus_cpu", (beta, threshold))
 
 
 def _hardtanh(input, min_val=-1.0, max_val=1.0):
@@ -908,7 +915,7 @@ def relu6(input, inplace=False):
 @op(LogSigmoidBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
 def logsigmoid(input):
     """log(sigmoid(x)), computed stably."""
-    return apply(LogSigmoidBackward0, (_float_input(input, "log_sigmoid_cpu"),))
+    return _activation(LogSigmoidBackward0, input, "log_sigmoid_cpu")
 
 
 @op(NODE_CLASSES["AbsBackward0"], NODE_CLASSES["AddBackward0"], NODE_CLASSES["DivBackward0"], method=False,

@@ -429,7 +429,7 @@ NUMPY_NAMESPACE = NumPyNamespace()
 
 _F32 = _np.dtype(_np.float32)
 _F64 = _np.dtype(_np.float64)
-_SCALARS32: dict = {}  # values -> (their 0-d arrays, whether a value is zero)
+_SCALARS32: dict = {}  # values -> (their 0-d arrays, the tuple itself where it holds a zero)
 _SCALARS64: dict = {}
 _copysign = __import__("math").copysign
 
@@ -451,17 +451,18 @@ def scalars(x, values):
     if table is None:
         return None
     found = table.get(values)
-    if found is None:
-        if len(table) >= 256:  # attributes vary little; a NaN never matches again
-            table.clear()
-        arrays = []
-        for v in values:
-            a = _np.array(v, dtype)
-            a.flags.writeable = False
-            arrays.append(a)
-        found = table[values] = (tuple(arrays), 0 in values)
-    if found[1]:  # a zero: the tuple asked for may hold -0.0
-        for v in values:
-            if v == 0 and _copysign(1.0, v) < 0:
-                return None
+    if found is None or found[1] is not None and found[1] is not values:
+        if 0 in values:  # a zero in a tuple other than the one stored (a formula's own): -0.0?
+            for v in values:
+                if v == 0 and _copysign(1.0, v) < 0:
+                    return None
+        if found is None:
+            if len(table) >= 256:  # attributes vary little; a NaN never matches again
+                table.clear()
+            arrays = []
+            for v in values:
+                a = _np.array(v, dtype)
+                a.flags.writeable = False
+                arrays.append(a)
+            found = table[values] = (tuple(arrays), values if 0 in values else None)
     return found[0]

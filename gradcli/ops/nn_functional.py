@@ -621,7 +621,19 @@ def gelu_second(F, x, approximate):
     return F.exp(-0.5 * (x * x)) * _PDF * (2 - x * x)
 
 
+def _leaky_relu(xp, x, slope):
+    c = _scalars(x, (slope, 0))
+    if c is not None:
+        out = _multiply(x, c[0])
+        _copyto(out, x, where=x > c[1])  # where(x > 0, x, x * slope), as softplus's
+        return out
+    return xp.where(x > 0, x, x * slope)
+
+
 def leaky_relu_grad(xp, g, x, slope, is_result=False):
+    c = _scalars(g, (slope, 0))  # (g's dtype: the slope multiplies g)
+    if c is not None:
+        return _where(x > c[1], g, g * c[0])
     return xp.where(x > 0, g, g * slope)
 
 
@@ -663,7 +675,18 @@ def _exp_below(xp, xb, threshold):
         return xp.exp(xb)
 
 
+def _hardtanh_forward(xp, x, lo, hi):
+    c = _scalars(x, (lo, hi))
+    if c is not None:
+        out = _np.maximum(x, c[0])
+        return _minimum(out, c[1], out=out)
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
 def hardtanh_grad(xp, g, x, lo, hi):
+    c = _scalars(x, (lo, hi))
+    if c is not None:
+        lo, hi = c
     return xp.where((x <= lo) | (x >= hi), xp.zeros_like(g), g)
 
 
@@ -722,21 +745,14 @@ GeluBackwardBackward0 = define_node(
     self="grad * grad_output * gelu_second(F, self, approximate)")
 
 
-def _silu(xp, x):
-    s = _pointwise._sigmoid(xp, x)
-    if _scalars(x, ()) is not None:  # a float32/float64 array: s is a new array of its dtype and shape
-        return _multiply(x, s, s)
-    return x * s
-
-
-SiluBackward0 = define_node("SiluBackward0", forward=_silu,
+SiluBackward0 = define_node("SiluBackward0", forward=lambda xp, x: x * _pointwise._sigmoid(xp, x),
                             self="silu_grad(F, grad, self)")
 LeakyReluBackward0 = define_node("LeakyReluBackward0", attrs=("negative_slope",),
-                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 forward=_leaky_relu,
                                  self="F.leaky_relu_backward(grad, self, negative_slope, False)")
 # leaky_relu_'s node: the derivative read from the result (torch's is_result=true)
 LeakyReluBackward1 = define_node("LeakyReluBackward1", attrs=("negative_slope",),
-                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 forward=_leaky_relu,
                                  self="F.leaky_relu_backward(grad, result, negative_slope, True)")
 LeakyReluBackwardBackward0 = define_node(
     "LeakyReluBackwardBackward0", inputs=("grad_output", "self"), attrs=("negative_slope", "is_result"),
@@ -794,7 +810,7 @@ SoftplusBackwardBackward0 = define_node(
     grad_output="F.softplus_backward(grad, self, beta, threshold)",
     self="F.sigmoid_backward(grad * grad_output, F.sigmoid(self * beta)) * F.mask(self * beta < threshold, grad) * beta")
 HardtanhBackward0 = define_node("HardtanhBackward0", attrs=("min_val", "max_val"),
-                                forward=lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi),
+                                forward=_hardtanh_forward,
                                 self="F.hardtanh_backward(grad, self, min_val, max_val)")
 HardtanhBackwardBackward0 = define_node(
     "HardtanhBackwardBackward0", inputs=("grad_output", "self"), attrs=("min_val", "max_val"), forward=hardtanh_grad,

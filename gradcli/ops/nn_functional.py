@@ -30,6 +30,7 @@ from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .inplace import inplace_variant
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
+from ..backend.numpy_fast import scalars as _scalars
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
@@ -549,8 +550,30 @@ _GELU_BETA = 0.7978845608028654  # M_SQRT2 * M_2_SQRTPI * 0.5: sqrt(2 / pi)
 _GELU_KAPPA = 0.044715
 
 
+_GELU_TANH = (0.5, 1, _GELU_BETA, _GELU_KAPPA, 3 * _GELU_KAPPA)  # (3 * kappa: Python's product, as below)
+
+# The NumPy forms below (float32/float64 arrays: ``_scalars``) make the general form's operations in
+# the same order on the same operands, its Python numbers as 0-d arrays of the input's dtype (the
+# same bits), into arrays they made themselves (``out=``): the same values with fewer arrays.
+_multiply, _add, _subtract, _divide = _np.multiply, _np.add, _np.subtract, _np.divide
+_minimum, _exp, _tanh, _where, _copyto = _np.minimum, _np.exp, _np.tanh, _np.where, _np.copyto
+
+
 def _gelu(xp, x, approximate):
     if approximate == "tanh":
+        c = _scalars(x, _GELU_TANH)
+        if c is not None:
+            half, one, beta, kappa, _ = c
+            a = x * x
+            a *= x
+            _multiply(kappa, a, a)
+            _add(x, a, a)
+            _multiply(beta, a, a)
+            _tanh(a, a)
+            _add(one, a, a)
+            out = half * x
+            out *= a
+            return out
         return 0.5 * x * (1 + xp.tanh(_GELU_BETA * (x + _GELU_KAPPA * (x * x * x))))
     return x * 0.5 * (1 + _pointwise._erf(xp, x * _SQRT1_2))
 
@@ -558,6 +581,27 @@ def _gelu(xp, x, approximate):
 def gelu_grad(xp, g, x, approximate):
     """gelu_backward: grad * (cdf + x * pdf), or the tanh form's derivative."""
     if approximate == "tanh":
+        c = _scalars(x, _GELU_TANH)
+        if c is not None:
+            half, one, beta, kappa, kappa3 = c
+            x_sq = x * x
+            t = _multiply(kappa, x_sq)
+            t *= x
+            _add(x, t, t)
+            _multiply(beta, t, t)
+            _tanh(t, t)
+            d = t * t
+            _subtract(one, d, d)  # 1 - t * t
+            right = half * x
+            right *= d
+            _multiply(kappa3, x_sq, x_sq)
+            _add(one, x_sq, x_sq)
+            _multiply(beta, x_sq, x_sq)
+            right *= x_sq
+            _add(one, t, t)
+            _multiply(half, t, t)
+            t += right
+            return g * t
         x_sq = x * x
         inner = _GELU_BETA * (x + _GELU_KAPPA * x_sq * x)
         t = xp.tanh(inner)
@@ -577,18 +621,44 @@ def gelu_second(F, x, approximate):
     return F.exp(-0.5 * (x * x)) * _PDF * (2 - x * x)
 
 
+def _leaky_relu(xp, x, slope):
+    c = _scalars(x, (slope, 0))
+    if c is not None:
+        out = _multiply(x, c[0])
+        _copyto(out, x, where=x > c[1])  # where(x > 0, x, x * slope), as softplus's
+        return out
+    return xp.where(x > 0, x, x * slope)
+
+
 def leaky_relu_grad(xp, g, x, slope, is_result=False):
+    c = _scalars(g, (slope, 0))  # (g's dtype: the slope multiplies g)
+    if c is not None:
+        return _where(x > c[1], g, g * c[0])
     return xp.where(x > 0, g, g * slope)
 
 
 def elu_grad(xp, g, x, alpha, is_result=False):
     """elu_backward (scale and input_scale 1): x is the input, or with ``is_result`` the output."""
+    c = _scalars(x, (alpha, 0))
+    if c is not None:
+        a, zero = c
+        neg = x + a if is_result else _exp(x)
+        if not is_result:
+            _multiply(a, neg, neg)
+        return _where(x <= zero, g * neg, g)
     neg = g * (x + alpha) if is_result else g * (alpha * xp.exp(x))
     return xp.where(x <= 0, neg, g)
 
 
 def softplus_grad(xp, g, x, beta, threshold):
     """g where x * beta > threshold, else g * z / (z + 1), z = exp(x * beta) (``_exp_below``)."""
+    c = _scalars(x, (beta, threshold, 1)) if threshold < 80 else None  # (_exp_below's exp of the minimum)
+    if c is not None:
+        b, th, one = c
+        xb = x if beta == 1 else x * b
+        z = _minimum(xb, th)
+        _exp(z, z)
+        return _where(xb > th, g, g * z / _add(z, one))
     xb = x if beta == 1 else x * beta
     z = _exp_below(xp, xb, threshold)
     return xp.where(xb > threshold, g, g * z / (z + 1))
@@ -605,16 +675,47 @@ def _exp_below(xp, xb, threshold):
         return xp.exp(xb)
 
 
+def _hardtanh_forward(xp, x, lo, hi):
+    c = _scalars(x, (lo, hi))
+    if c is not None:
+        out = _np.maximum(x, c[0])
+        return _minimum(out, c[1], out=out)
+    return xp.minimum(xp.maximum(x, lo), hi)
+
+
 def hardtanh_grad(xp, g, x, lo, hi):
+    c = _scalars(x, (lo, hi))
+    if c is not None:
+        lo, hi = c
     return xp.where((x <= lo) | (x >= hi), xp.zeros_like(g), g)
 
 
+_ZERO_ONE = (0, 1)
+
+
 def _logsigmoid(xp, x):
+    c = _scalars(x, _ZERO_ONE)
+    if c is not None:
+        a = _np.abs(x)
+        _np.negative(a, a)
+        _exp(a, a)
+        _np.log1p(a, a)
+        return _subtract(_minimum(x, c[0]), a, a)
     return xp.minimum(x, xp.zeros_like(x)) - xp.log1p(xp.exp(-xp.abs(x)))
 
 
 def log_sigmoid_grad(xp, g, x):
     """log_sigmoid_backward: grad * (max_deriv - sign * z / (1 + z)), z = exp(-|x|)."""
+    c = _scalars(x, _ZERO_ONE)
+    if c is not None:
+        zero, one = c
+        z = _np.abs(x)
+        _np.negative(z, z)
+        _exp(z, z)
+        q = _add(one, z)
+        _divide(z, q, q)  # z / (1 + z)
+        _subtract(one, q, q, where=x < zero)  # 1 - z / (1 + z) where x < 0
+        return g * q
     z = xp.exp(-xp.abs(x))
     neg = x < 0
     return g * xp.where(neg, 1 - z / (1 + z), z / (1 + z))
@@ -624,6 +725,13 @@ def silu_grad(F, grad, x):
     """torch's infinitely_differentiable_silu_backward: grad * s * (1 + x * (1 - s)), s = sigmoid(x)
     (its ``1 - s`` a C++ one: SubBackward0 under create_graph)."""
     s = F.sigmoid(x)
+    c = None if F.differentiable else _scalars(s, _ZERO_ONE)
+    if c is not None:
+        one = c[1]
+        a = _subtract(one, s)
+        _multiply(x, a, a)
+        _add(one, a, a)
+        return grad * s * a
     return grad * s * (1 + x * (F.filled(1, s) - s))
 
 
@@ -635,14 +743,16 @@ GeluBackwardBackward0 = define_node(
     "GeluBackwardBackward0", inputs=("grad_output", "self"), attrs=("approximate",), forward=gelu_grad,
     grad_output="F.gelu_backward(grad, self, approximate)",
     self="grad * grad_output * gelu_second(F, self, approximate)")
+
+
 SiluBackward0 = define_node("SiluBackward0", forward=lambda xp, x: x * _pointwise._sigmoid(xp, x),
                             self="silu_grad(F, grad, self)")
 LeakyReluBackward0 = define_node("LeakyReluBackward0", attrs=("negative_slope",),
-                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 forward=_leaky_relu,
                                  self="F.leaky_relu_backward(grad, self, negative_slope, False)")
 # leaky_relu_'s node: the derivative read from the result (torch's is_result=true)
 LeakyReluBackward1 = define_node("LeakyReluBackward1", attrs=("negative_slope",),
-                                 forward=lambda xp, x, slope: xp.where(x > 0, x, x * slope),
+                                 forward=_leaky_relu,
                                  self="F.leaky_relu_backward(grad, result, negative_slope, True)")
 LeakyReluBackwardBackward0 = define_node(
     "LeakyReluBackwardBackward0", inputs=("grad_output", "self"), attrs=("negative_slope", "is_result"),
@@ -651,6 +761,14 @@ LeakyReluBackwardBackward0 = define_node(
 
 
 def _elu(xp, x, alpha):
+    c = _scalars(x, (alpha, 0))
+    if c is not None:
+        a, zero = c
+        neg = _minimum(x, zero)
+        _np.expm1(neg, neg)
+        _multiply(a, neg, neg)
+        _copyto(neg, x, where=x > zero)  # where(x > 0, x, neg), as softplus's
+        return neg
     return xp.where(x > 0, x, alpha * xp.expm1(xp.minimum(x, xp.zeros_like(x))))
 
 
@@ -669,6 +787,17 @@ EluBackwardBackward0 = define_node(
 def _softplus(xp, x, beta, threshold):
     """torch's kernel: x where x * beta > threshold, else log1p(exp(x * beta)) / beta (``_exp_below``);
     beta == 1 multiplies and divides by nothing (x * 1 and y / 1 are x and y)."""
+    c = _scalars(x, (beta, threshold)) if threshold < 80 else None  # (_exp_below's exp of the minimum)
+    if c is not None:
+        b, th = c
+        xb = x if beta == 1 else x * b
+        out = _minimum(xb, th)
+        _exp(out, out)
+        _np.log1p(out, out)
+        if beta != 1:
+            _divide(out, b, out)
+        _copyto(out, x, where=xb > th)  # where(xb > th, x, out), out being of x's dtype, shape and layout
+        return out
     xb = x if beta == 1 else x * beta
     out = xp.log1p(_exp_below(xp, xb, threshold))
     return xp.where(xb > threshold, x, out if beta == 1 else out / beta)
@@ -681,7 +810,7 @@ SoftplusBackwardBackward0 = define_node(
     grad_output="F.softplus_backward(grad, self, beta, threshold)",
     self="F.sigmoid_backward(grad * grad_output, F.sigmoid(self * beta)) * F.mask(self * beta < threshold, grad) * beta")
 HardtanhBackward0 = define_node("HardtanhBackward0", attrs=("min_val", "max_val"),
-                                forward=lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi),
+                                forward=_hardtanh_forward,
                                 self="F.hardtanh_backward(grad, self, min_val, max_val)")
 HardtanhBackwardBackward0 = define_node(
     "HardtanhBackwardBackward0", inputs=("grad_output", "self"), attrs=("min_val", "max_val"), forward=hardtanh_grad,
@@ -719,9 +848,16 @@ def log_sigmoid_backward(grad_output, self):
     return apply(LogSigmoidBackwardBackward0, (grad_output, self))
 
 
-def _float_input(input, kernel):
-    """The activation's input: a float tensor (integers refused with torch's kernel message)."""
-    return _pointwise._unary_input(kernel, input, False, kernel)[0]
+def _activation(node, input, kernel, attrs=()):
+    """``apply(node, (input,), attrs)`` on the activation's input, a float tensor (integers refused
+    with torch's ``kernel`` message); a float NumPy tensor, the usual call, goes straight to apply1
+    (apply's one-tensor path), as _unary's ops do."""
+    if input.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.dtype.kind == "f":
+            return apply1(node, input, data, attrs)
+    input, data = _pointwise._unary_input(kernel, input, False, kernel)
+    return apply1(node, input, data, attrs)
 
 
 @op(GeluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -729,7 +865,7 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit x * Phi(x); approximate='tanh' uses torch's tanh form."""
     if approximate not in ("none", "tanh"):
         raise ShapeError("approximate argument must be either none or tanh.")
-    return apply(GeluBackward0, (_float_input(input, "GeluKernelImpl"),), (approximate,))
+    return _activation(GeluBackward0, input, "GeluKernelImpl", (approximate,))
 
 
 @op(SiluBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -737,11 +873,11 @@ def silu(input, inplace=False):
     """x * sigmoid(x) (swish)."""
     if inplace:
         return _SILU_(input)
-    return apply(SiluBackward0, (_float_input(input, "silu_cpu"),))
+    return _activation(SiluBackward0, input, "silu_cpu")
 
 
 def _leaky_relu_(input, negative_slope=0.01):
-    return apply(LeakyReluBackward1, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+    return _activation(LeakyReluBackward1, input, "leaky_relu_cpu", (negative_slope,))
 
 
 @op(LeakyReluBackward0, LeakyReluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -749,11 +885,11 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x."""
     if inplace:
         return _LEAKY_RELU_(input, negative_slope)
-    return apply(LeakyReluBackward0, (_float_input(input, "leaky_relu_cpu"),), (negative_slope,))
+    return _activation(LeakyReluBackward0, input, "leaky_relu_cpu", (negative_slope,))
 
 
 def _elu_(input, alpha=1.0):
-    return apply(EluBackward1, (_float_input(input, "elu_cpu"),), (alpha,))
+    return _activation(EluBackward1, input, "elu_cpu", (alpha,))
 
 
 @op(EluBackward0, EluBackward1, method=False, category="functional", namespaces=("torch.nn.functional",))
@@ -761,13 +897,13 @@ def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1)."""
     if inplace:
         return _ELU_(input, alpha)
-    return apply(EluBackward0, (_float_input(input, "elu_cpu"),), (alpha,))
+    return _activation(EluBackward0, input, "elu_cpu", (alpha,))
 
 
 @op(SoftplusBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, x itself where beta * x > threshold."""
-    return apply(SoftplusBackward0, (_float_input(input, "softplus_cpu"),), (beta, threshold))
+    return _activation(SoftplusBackward0, input, "softplus_cpu", (beta, threshold))
 
 
 def _hardtanh(input, min_val=-1.0, max_val=1.0):
@@ -795,7 +931,7 @@ def relu6(input, inplace=False):
 @op(LogSigmoidBackward0, method=False, category="functional", namespaces=("torch.nn.functional",))
 def logsigmoid(input):
     """log(sigmoid(x)), computed stably."""
-    return apply(LogSigmoidBackward0, (_float_input(input, "log_sigmoid_cpu"),))
+    return _activation(LogSigmoidBackward0, input, "log_sigmoid_cpu")
 
 
 @op(NODE_CLASSES["AbsBackward0"], NODE_CLASSES["AddBackward0"], NODE_CLASSES["DivBackward0"], method=False,

@@ -12,6 +12,7 @@ import math as _math
 import numpy as _np
 
 from ..backend import dtypes as _dt
+from ..backend.numpy_fast import scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
@@ -334,15 +335,18 @@ def _unary_input(name, input, keep_int, kernel):
     return input, data
 
 
+_MINUS_ONE_ONE = (-1, 1)
+
+
 def _sigmoid(xp, x):
     """1 / (1 + e) where x >= 0 and e / (1 + e) below, e = exp(-|x|): exp of a non-positive number
     only, so large |x| neither overflows nor warns. A NumPy array's in place, 7 ufunc calls
     (the general form's 8, several with Python scalars), bit for bit the same."""
     if x.__class__ is _ndarray and x.ndim:
-        e = _np.abs(x)
-        _np.negative(e, e)
+        c = _scalars(x, _MINUS_ONE_ONE)  # -1 and 1 as 0-d arrays of x's dtype (float32/64), else None
+        e = _np.copysign(x, c[0]) if c is not None else _np.negative(_np.abs(x))  # -|x| (NaN's sign too)
         _np.exp(e, e)
-        d = e + 1.0
+        d = e + (c[1] if c is not None else 1.0)
         out = _np.reciprocal(d)
         _np.divide(e, d, out, where=_np.signbit(x))  # the negatives (-0.0: 1 / 2 either way)
         return out

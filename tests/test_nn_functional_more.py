@@ -79,6 +79,9 @@ def test_dropout_mask_is_torchs_for_a_seed(p, dtype):
     lambda F, L: F.softplus(L.tensor([1, 2])),
     lambda F, L: F.linear(L.ones(2, 4), L.ones(5, 3), L.ones(5)),
     lambda F, L: L.addmm(L.ones(5), L.ones(2, 4), L.ones(3, 5)),
+    lambda F, L: L.addmm(L.ones(4), L.ones(2, 4), L.ones(4, 3)),
+    lambda F, L: L.addmm(L.ones(3, 3), L.ones(2, 4), L.ones(4, 3)),
+    lambda F, L: L.addmm(L.ones(1, 1, 3), L.ones(2, 4), L.ones(4, 3)),
 ])
 def test_errors_as_torchs(call):
     with pytest.raises(Exception) as theirs:

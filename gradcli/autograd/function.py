@@ -52,7 +52,7 @@ def apply(cls, inputs, attrs=(), arrays=None):
                 arrays = (a._data, b._data, c._data)
             data = cls.forward(backend.xp, *arrays, *attrs)
             if (a._requires_grad or b._requires_grad or c._requires_grad) and _GRAD.enabled:
-                return _record_n(cls, inputs, arrays, data, attrs, backend)
+                return _record3(cls, a, b, c, arrays, data, attrs, backend)
             return _make(data, backend)
     return _apply_general(cls, inputs, attrs, arrays)
 
@@ -263,6 +263,58 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
         shapes = tuple(getattr(a, "shape", ()) for a in arrays) if cls.save_sizes else None
         return Tensor._make(data, backend, new_node(cls, inputs, data, attrs, shapes, edges))
     return Tensor._make(data, backend)
+
+
+def _saved_version(x):
+    """A saved tensor's version (an inference tensor cannot be saved)."""
+    vc = x._vc
+    if vc.__class__ is not list and vc is not None:
+        raise inference_saved()
+    return 0 if vc is None else vc[0]
+
+
+def _record3(cls, a, b, c, arrays, data, attrs, backend):
+    """``_record_n`` for three tensors, unrolled (lerp, addcmul, addcdiv, addmm: the usual three)."""
+    mask = 0
+    c0 = c1 = c2 = None
+    if a._requires_grad:
+        c0 = a.grad_fn or a._accumulator()
+        if c0 is not None:
+            mask = 1
+    if b._requires_grad:
+        c1 = b.grad_fn or b._accumulator()
+        if c1 is not None:
+            mask |= 2
+    if c._requires_grad:
+        c2 = c.grad_fn or c._accumulator()
+        if c2 is not None:
+            mask |= 4
+    node = _new(cls)
+    node._k = 3
+    node._n0, node._n1, node._nx = c0, c1, (c2,)
+    p0, p1, p2, save_result = cls._mask_plans[mask]
+    node._sr = data if save_result else None
+    node._vr = None
+    node._s0 = node._s1 = None
+    if p0 or p1 or p2:
+        node._sx = ((a if p0 else None, b if p1 else None, c if p2 else None),
+                    (_saved_version(a) if p0 else None, _saved_version(b) if p1 else None,
+                     _saved_version(c) if p2 else None))
+        node._live = True
+    else:
+        node._sx = None
+        node._live = True if save_result else None
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = (arrays[0].shape, arrays[1].shape, arrays[2].shape) if cls.save_sizes else None
+    node._shape = data.shape
+    node._seq = _seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+    if a._view is not None or b._view is not None or c._view is not None:
+        note_edge_nrs(node, (a, b, c))
+    return _result(data, backend, node)
 
 
 def _record_n(cls, inputs, arrays, data, attrs, backend):

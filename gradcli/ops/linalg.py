@@ -286,8 +286,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), input broadcasting to the product's shape."""
     da, db = mat1._data, mat2._data
     n, k, m = _matrix_shapes(da, db, "mat1", True)
-    shape = tuple(input.shape)
-    if len(shape) > 2 or any(s not in (1, want) for s, want in zip(reversed(shape), (m, n))):
+    shape = tuple(input._data.shape)
+    if len(shape) > 2:
+        input.expand(n, m)  # torch's message: fewer sizes than the tensor has dims
+    if shape and shape[-1] not in (1, m) or len(shape) == 2 and shape[0] not in (1, n):
         raise ShapeError(f"The expanded size of the tensor ({m if shape and shape[-1] not in (1, m) else n}) must "
                          f"match the existing size ({shape[-1] if shape and shape[-1] not in (1, m) else shape[0]}) "
                          f"at non-singleton dimension {1 if shape and shape[-1] not in (1, m) else 0}.  "

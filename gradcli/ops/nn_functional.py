@@ -24,6 +24,7 @@ import numpy as _np
 from ..autograd.function import apply, apply1, record2
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
+from ..autograd.views import view_of
 from ..errors import GradTypeError, KernelTypeError, ShapeError
 from .pointwise import MaskedFillBackward0, MulBackward0, MulBackward1, NegBackward0, SubBackward0
 from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
@@ -969,8 +970,12 @@ def linear(input, weight, bias=None):
     if input.ndim == 2:
         return _linalg.addmm(bias, input, wt)
     if input.ndim and input.is_contiguous():  # torch's _flatten_nd_linear: the rows as one matrix
-        out = _linalg.addmm(bias, input.view(-1, input.shape[-1]), wt)
-        return out.view(tuple(input.shape[:-1]) + (out.shape[-1],))
+        sizes = input._data.shape
+        k = sizes[-1]
+        rows = input.numel() // k if k else _np.prod(sizes[:-1], dtype=int)
+        # (view_of: what view(-1, k) and view(*sizes[:-1], m) record, their arguments known good)
+        out = _linalg.addmm(bias, view_of(_shape.ViewBackward0, input, ((int(rows), k),)), wt)
+        return view_of(_shape.ViewBackward0, out, (tuple(sizes[:-1]) + (out._data.shape[-1],),))
     return _linalg.matmul(input, wt) + bias
 
 

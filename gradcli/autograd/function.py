@@ -273,6 +273,18 @@ def _saved_version(x):
     return 0 if vc is None else vc[0]
 
 
+def _finish_n(node, attrs, shapes, shape):
+    """The slots ``_record3`` and ``_record_n`` set alike, after the edges and the save plan."""
+    node._attrs = attrs
+    node._pre_hooks = None
+    node._retain = None
+    node._shapes = shapes
+    node._shape = shape
+    node._seq = _seq()
+    if SAVED_HOOKS:
+        PACK_SAVED[0](node)
+
+
 def _record3(cls, a, b, c, arrays, data, attrs, backend):
     """``_record_n`` for three tensors, unrolled (lerp, addcmul, addcdiv, addmm: the usual three)."""
     mask = 0
@@ -304,14 +316,8 @@ def _record3(cls, a, b, c, arrays, data, attrs, backend):
     else:
         node._sx = None
         node._live = True if save_result else None
-    node._attrs = attrs
-    node._pre_hooks = None
-    node._retain = None
-    node._shapes = (arrays[0].shape, arrays[1].shape, arrays[2].shape) if cls.save_sizes else None
-    node._shape = data.shape
-    node._seq = _seq()
-    if SAVED_HOOKS:
-        PACK_SAVED[0](node)
+    _finish_n(node, attrs, (arrays[0].shape, arrays[1].shape, arrays[2].shape) if cls.save_sizes else None,
+              data.shape)
     if a._view is not None or b._view is not None or c._view is not None:
         note_edge_nrs(node, (a, b, c))
     return _result(data, backend, node)
@@ -362,15 +368,8 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     else:
         node._sx = None
         node._live = True if save_result else None
-    node._attrs = attrs
-    node._pre_hooks = None
-    node._retain = None
-    node._shapes = tuple([a.shape if a.__class__ is _ndarray else getattr(a, "shape", ()) for a in arrays]) \
-        if cls.save_sizes else None
-    node._shape = getattr(data, "shape", None)
-    node._seq = _seq()
-    if SAVED_HOOKS:
-        PACK_SAVED[0](node)
+    _finish_n(node, attrs, tuple([a.shape if a.__class__ is _ndarray else getattr(a, "shape", ()) for a in arrays])
+              if cls.save_sizes else None, getattr(data, "shape", None))
     if views:
         note_edge_nrs(node, inputs)
     return _result(data, backend, node)

@@ -298,10 +298,7 @@ def accumulate(ufunc, x, axis):
     formulas.cumulative computes through this namespace's cumulative_sum/prod): float32 and float16
     in float64 and float32 (its acc_type), each value rounded back to the input's dtype."""
     wider = _WIDER.get(x.dtype)
-    out = ufunc.accumulate(x, axis=axis) if wider is None else ufunc.accumulate(x, axis=axis, dtype=wider).astype(x.dtype)
-    if ufunc is _np.add and out.dtype.kind in "fc":
-        _np.add(out, 0.0, out=out)  # torch's sums start from +0.0: a running sum of -0.0 is +0.0
-    return out
+    return ufunc.accumulate(x, axis=axis) if wider is None else ufunc.accumulate(x, axis=axis, dtype=wider).astype(x.dtype)
 
 
 _WIDER = {_np.dtype("float32"): _np.dtype("float64"), _np.dtype("float16"): _np.dtype("float32")}

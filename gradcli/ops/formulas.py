@@ -13,11 +13,13 @@ import math as _math
 
 from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
+from ..backend.numpy_fast import accumulate as _accumulate
 from ..backend.rows import by_rows
 from ..limits import check_flops
 from .pointwise import _is_kind, _sigmoid, divide_rounded as _divide_rounded
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
+_ADD_UFUNC, _MULTIPLY = _NUMPY.xp.add, _NUMPY.xp.multiply
 _ADD_REDUCE = _NUMPY.xp.add.reduce
 _NUMPY_SCALARS = frozenset(type(_NUMPY.xp.dtype(n).type(0)) for n in ("float16", "float32", "float64"))
 # Up to this many elements ``F.expand`` (the backward of sum and mean) copies instead of making a
@@ -79,12 +81,15 @@ def cumulative(xp, x, dim, product=False):
     dtype; a 0-d array is its own cumulative sum."""
     if x.ndim == 0:
         return xp.asarray(x, copy=True)
-    fn = getattr(xp, "cumulative_prod" if product else "cumulative_sum", None) or (xp.cumprod if product else xp.cumsum)
-    half = getattr(xp, "float16", None)  # array-api-strict has none
-    wider = xp.float64 if x.dtype == xp.float32 else xp.float32 if half is not None and x.dtype == half else None
-    out = fn(x, axis=dim) if wider is None else xp.astype(fn(x, axis=dim, dtype=wider), x.dtype)
+    if x.__class__ is _ndarray:  # the ufunc's accumulate, which NumPy's cumulative functions end in
+        out = _accumulate(_MULTIPLY if product else _ADD_UFUNC, x, dim)
+    else:
+        fn = getattr(xp, "cumulative_prod" if product else "cumulative_sum", None) or (xp.cumprod if product else xp.cumsum)
+        half = getattr(xp, "float16", None)  # array-api-strict has none
+        wider = xp.float64 if x.dtype == xp.float32 else xp.float32 if half is not None and x.dtype == half else None
+        out = fn(x, axis=dim) if wider is None else xp.astype(fn(x, axis=dim, dtype=wider), x.dtype)
     if not product and _is_kind(xp, out, "f"):
-        out = out + 0.0  # torch's sums start from +0.0: a running sum of -0.0 is +0.0
+        out += 0.0  # torch's sums start from +0.0: a running sum of -0.0 is +0.0 (out is a new array)
     return out
 
 

@@ -70,13 +70,18 @@ def _check_broadcast(sa, sb) -> None:
     allocates it: ``ones(100000, 1) + ones(1, 100000)`` is refused, not attempted). The shape
     found is kept per pair of shapes (a program broadcasts the same few pairs again and again);
     the limits, which may change, are checked every time."""
+    check_numel(_broadcast_pair(sa, sb))
+
+
+def _broadcast_pair(sa, sb) -> tuple:
+    """``_broadcast_shape`` of two shape tuples, kept per pair."""
     out = _BROADCASTS.get((sa, sb))
     if out is None:
         out = _broadcast_shape(sa, sb)
         if len(_BROADCASTS) >= 4096:
             _BROADCASTS.clear()
         _BROADCASTS[(sa, sb)] = out
-    check_numel(out)
+    return out
 
 
 def _broadcast_shape(sa, sb) -> tuple:
@@ -1084,14 +1089,7 @@ def _ternary(name, tensors, arg_names) -> bool:
     for t in tensors[1:]:
         data = t._data
         if data.shape != out:
-            pair = (tuple(out), tuple(data.shape))
-            found = _BROADCASTS.get(pair)
-            if found is None:
-                found = _broadcast_shape(*pair)
-                if len(_BROADCASTS) >= 4096:
-                    _BROADCASTS.clear()
-                _BROADCASTS[pair] = found
-            out = found
+            out = _broadcast_pair(tuple(out), tuple(data.shape))
         same = same and data.__class__ is _ndarray and data.dtype == first.dtype
     check_numel(out)
     return same

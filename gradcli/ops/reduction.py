@@ -14,7 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
-from ..backend.numpy_fast import accumulate, along_axis_key, reversed_key
+from ..backend.numpy_fast import along_axis_key, reversed_key
 from ..backend.rows import by_rows
 from ..errors import GradIndexError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -445,17 +445,10 @@ ProdBackward0 = define_node("ProdBackward0", self="prod_backward(F, grad, self, 
 ProdBackward1 = define_node("ProdBackward1", attrs=("dim", "keepdim"),
                             self="prod_backward(F, grad, self, result, dim, keepdim)",
                             forward=lambda xp, x, dim, keepdim: xp.prod(x, axis=dim, keepdims=keepdim))
-def _cumulative(xp, x, dim, product=False):
-    """formulas.cumulative; on a NumPy array of one or more dims, the ufunc call it ends in."""
-    if x.__class__ is _ndarray and x.ndim:
-        return accumulate(_np.multiply if product else _np.add, x, dim)
-    return cumulative(xp, x, dim, product)
-
-
 CumsumBackward0 = define_node("CumsumBackward0", attrs=("dim",), self="cumsum_backward(F, grad, dim)",
-                              forward=_cumulative)
+                              forward=cumulative)
 CumprodBackward0 = define_node("CumprodBackward0", attrs=("dim",), self="cumprod_backward(F, grad, self, result, dim)",
-                               forward=lambda xp, x, dim: _cumulative(xp, x, dim, True))
+                               forward=lambda xp, x, dim: cumulative(xp, x, dim, True))
 MaxBackward1 = define_node("MaxBackward1", self="evenly_distribute(F, grad, self, result)",
                            forward=lambda xp, x: array_max(xp, x))
 MinBackward1 = define_node("MinBackward1", self="evenly_distribute(F, grad, self, result)",

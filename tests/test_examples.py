@@ -100,7 +100,7 @@ def test_ci_script_runs(tmp_path):
 def test_readme_shows_real_output(capsys, monkeypatch):
     """The README's first screen shows what the example really prints."""
     readme = (EXAMPLES.parent / "README.md").read_text()
-    assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert "./install.sh && gradcli eval -f examples/seed3_quickstart.grad" in readme
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
     shown = readme.split("The first command prints (real output, `NO_COLOR=1`, 80 columns):\n\n```\n")[1]
     shown = shown.split("```")[0]
@@ -108,18 +108,73 @@ def test_readme_shows_real_output(capsys, monkeypatch):
     assert shown == text
 
 
-def test_readme_installs_into_an_environment_that_puts_gradcli_on_path():
+def test_readme_installs_into_an_environment():
     """A bare ``pip install .`` may put the script where PATH does not look (a user install's
-    ~/.local/bin) or be refused (Debian's PEP 668): each README command makes and activates .venv
-    first, so the ``gradcli`` it runs is the one it installed."""
+    ~/.local/bin) or be refused (Debian's PEP 668): the install command makes .venv (install.sh),
+    and the test command makes and activates it, so the ``gradcli`` each runs is the one installed."""
     readme = (EXAMPLES.parent / "README.md").read_text()
-    venv = "python3 -m venv .venv && . .venv/bin/activate && "
-    assert venv + "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in readme
-    assert venv + "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
+    assert "./install.sh && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' torch==2.13.0 && "
+            "python -m pytest -q") in readme
+    script = (EXAMPLES.parent / "install.sh").read_text()
+    assert '"$PYTHON" -m venv "$VENV"' in script and '"$VENV/bin/python" -m pip install' in script
+
+
+STUB_PYTHON = """#!/bin/sh
+printf '#!/bin/sh\\necho installed\\n' > "$(dirname "$0")/gradcli"
+chmod +x "$(dirname "$0")/gradcli"
+"""
+
+
+def _install(tmp_path, path_dirs, **env):
+    """install.sh with a stand-in environment (its python "installs" by writing bin/gradcli), HOME in
+    tmp_path and PATH of ``path_dirs`` then /usr/bin:/bin: (code, stdout, stderr, the venv's gradcli)."""
+    import subprocess
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True, exist_ok=True)
+    stub = venv / "bin" / "python"
+    stub.write_text(STUB_PYTHON)
+    stub.chmod(0o755)
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    full = {"HOME": str(home), "VENV": str(venv), "PATH": ":".join([*map(str, path_dirs), "/usr/bin", "/bin"]),
+            **env}
+    proc = subprocess.run(["sh", str(EXAMPLES.parent / "install.sh")], capture_output=True, text=True, env=full,
+                          timeout=60)
+    return proc.returncode, proc.stdout, proc.stderr, venv / "bin" / "gradcli"
+
+
+def test_install_links_gradcli_into_a_folder_already_on_path(tmp_path):
+    """~/.local/bin where PATH has it (made if missing); the link runs the installed command."""
+    import subprocess
+    local = tmp_path / "home" / ".local" / "bin"
+    code, out, err, command = _install(tmp_path, [local])
+    assert code == 0, err
+    assert (local / "gradcli").resolve() == command.resolve()
+    assert out == f"gradcli: {local}/gradcli -> {command}\n"
+    done = subprocess.run(["gradcli"], capture_output=True, text=True, env={"PATH": f"{local}:/usr/bin:/bin"})
+    assert done.stdout == "installed\n"
+
+
+def test_install_falls_back_to_a_writable_path_folder_under_home(tmp_path):
+    mine = tmp_path / "home" / "tools"
+    mine.mkdir(parents=True)
+    code, out, err, command = _install(tmp_path, [tmp_path / "elsewhere", mine])
+    assert code == 0, err
+    assert (mine / "gradcli").resolve() == command.resolve()
+
+
+def test_install_without_a_folder_says_how_to_run_it(tmp_path):
+    code, out, err, command = _install(tmp_path, [tmp_path / "missing"])
+    assert code == 0 and out == ""
+    assert err == (f"gradcli: installed as {command}; no folder on PATH to link it into: run it by that path, "
+                   f"or add {command.parent} to PATH\n")
+    code, out, err, _ = _install(tmp_path, [tmp_path / "home" / ".local" / "bin"], GRADCLI_BIN="none")
+    assert code == 0 and not (tmp_path / "home" / ".local" / "bin" / "gradcli").exists()
 
 
 def test_ci_runs_the_readme_test_command():
     script = (EXAMPLES.parent / ".ci" / "run").read_text()
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in script
-    assert "pip install . && gradcli eval -f examples/seed3_quickstart.grad" in script
+    assert "./install.sh && PATH=$bin:$PATH gradcli eval -f examples/seed3_quickstart.grad" in script
     assert '-m venv "$VENV"' in script and '. "$VENV/bin/activate"' in script  # its own environment

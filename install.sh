@@ -1,0 +1,38 @@
+#!/bin/sh
+# Install gradcli into a virtual environment and put its `gradcli` command on PATH:
+#   ./install.sh                 # .venv here, the command linked into a folder already on PATH
+#   VENV=dir ./install.sh        # another environment (made if missing)
+#   GRADCLI_BIN=dir ./install.sh # link into dir instead (GRADCLI_BIN=none: no link)
+# The folder: ~/.local/bin or ~/bin where PATH has it, else /usr/local/bin where writable, else the
+# first writable folder of PATH under $HOME. Without one, it says how to run the command instead.
+set -eu
+cd "$(dirname "$0")"
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+"$VENV/bin/python" -m pip install ${PIP_ARGS:-} .
+command=$(cd "$VENV/bin" && pwd)/gradcli
+
+on_path() { case ":$PATH:" in *":$1:"*) return 0 ;; esac; return 1; }
+bin=${GRADCLI_BIN:-}
+if [ -z "$bin" ]; then
+    for d in "$HOME/.local/bin" "$HOME/bin"; do
+        if on_path "$d" && { [ -d "$d" ] || mkdir -p "$d"; } && [ -w "$d" ]; then bin=$d; break; fi
+    done
+fi
+if [ -z "$bin" ] && on_path /usr/local/bin && [ -w /usr/local/bin ]; then bin=/usr/local/bin; fi
+if [ -z "$bin" ]; then
+    old_ifs=$IFS; IFS=:
+    for d in $PATH; do
+        case "$d" in "$HOME"/*) if [ -d "$d" ] && [ -w "$d" ]; then bin=$d; break; fi ;; esac
+    done
+    IFS=$old_ifs
+fi
+if [ -n "$bin" ] && [ "$bin" != none ]; then
+    mkdir -p "$bin"
+    ln -sf "$command" "$bin/gradcli"
+    echo "gradcli: $bin/gradcli -> $command"
+else
+    echo "gradcli: installed as $command; no folder on PATH to link it into: run it by that path," \
+         "or add $(dirname "$command") to PATH" >&2
+fi

@@ -45,16 +45,22 @@ def apply(cls, inputs, attrs=(), arrays=None):
     elif k == 3 and cls._mask_plans is not None:  # lerp, addcmul, addcdiv, addmm, where...: three tensors
         a, b, c = inputs
         if a.__class__ is Tensor and b.__class__ is Tensor and c.__class__ is Tensor:
-            backend = a._backend
-            if b._backend is not backend or c._backend is not backend:
-                raise _devices_differ(backend, b._backend if b._backend is not backend else c._backend)
             if arrays is None:
-                arrays = (a._data, b._data, c._data)
-            data = cls.forward(backend.xp, *arrays, *attrs)
-            if (a._requires_grad or b._requires_grad or c._requires_grad) and _GRAD.enabled:
-                return _record3(cls, a, b, c, arrays, data, attrs, backend)
-            return _make(data, backend)
+                return apply3(cls, a, b, c, a._data, b._data, c._data, attrs)
+            return apply3(cls, a, b, c, arrays[0], arrays[1], arrays[2], attrs)
     return _apply_general(cls, inputs, attrs, arrays)
+
+
+def apply3(cls, a, b, c, da, db, dc, attrs=()):
+    """``apply`` for three tensor inputs whose arrays (after any casts) are ``da``, ``db``, ``dc``
+    (lerp, addcmul, addcdiv, addmm: the usual three)."""
+    backend = a._backend
+    if b._backend is not backend or c._backend is not backend:
+        raise _devices_differ(backend, b._backend if b._backend is not backend else c._backend)
+    data = cls.forward(backend.xp, da, db, dc, *attrs)
+    if (a._requires_grad or b._requires_grad or c._requires_grad) and _GRAD.enabled:
+        return _record3(cls, a, b, c, da, db, dc, data, attrs, backend)
+    return _make(data, backend)
 
 
 def apply2(cls, a, b, da, db, attrs=()):
@@ -285,8 +291,8 @@ def _finish_n(node, attrs, shapes, shape):
         PACK_SAVED[0](node)
 
 
-def _record3(cls, a, b, c, arrays, data, attrs, backend):
-    """``_record_n`` for three tensors, unrolled (lerp, addcmul, addcdiv, addmm: the usual three)."""
+def _record3(cls, a, b, c, da, db, dc, data, attrs, backend):
+    """``_record_n`` for three tensors, unrolled (apply3's recording)."""
     mask = 0
     c0 = c1 = c2 = None
     if a._requires_grad:
@@ -316,8 +322,7 @@ def _record3(cls, a, b, c, arrays, data, attrs, backend):
     else:
         node._sx = None
         node._live = True if save_result else None
-    _finish_n(node, attrs, (arrays[0].shape, arrays[1].shape, arrays[2].shape) if cls.save_sizes else None,
-              data.shape)
+    _finish_n(node, attrs, (da.shape, db.shape, dc.shape) if cls.save_sizes else None, data.shape)
     if a._view is not None or b._view is not None or c._view is not None:
         note_edge_nrs(node, (a, b, c))
     return _result(data, backend, node)

@@ -340,7 +340,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
 # Each checks that the saved values still exist and were not modified in place since, unpacks
 # them (arrays for plain backward, tensors under ``create_graph``), calls the class's formulas
 # for the inputs that need a gradient, and sums broadcast gradients back to the inputs' shapes.
-# One and two inputs (nearly every op) have their own, with no per-call loops or tuples.
+# One, two and three inputs (nearly every op) have their own, with no per-call loops.
 
 def _saved_value(node, x, version, differentiable):
     """A saved input for a formula: its array (or the tensor itself under create_graph), after
@@ -491,7 +491,42 @@ def _apply_n(node, grad, F, differentiable):
     return grads
 
 
-_APPLY = {1: _apply_1, 2: _apply_2}
+def _apply_3(node, grad, F, differentiable):
+    """``_apply_n`` for three inputs (lerp, addcmul, addcdiv, addmm, where), unrolled."""
+    if node._live is False:
+        raise AutogradError(_FREED)
+    saved = node._sx
+    if saved is None:
+        x0 = x1 = x2 = None
+    else:
+        (x0, x1, x2), (v0, v1, v2) = saved
+        if x0.__class__ is Tensor:
+            x0 = _saved_value(node, x0, v0, differentiable)
+        if x1.__class__ is Tensor:
+            x1 = _saved_value(node, x1, v1, differentiable)
+        if x2.__class__ is Tensor:
+            x2 = _saved_value(node, x2, v2, differentiable)
+    result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
+    if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
+        result = _saved_result(node, F, differentiable)
+    shapes = node._shapes
+    z0, z1, z2 = (None, None, None) if shapes is None else shapes
+    args = (F, grad, x0, x1, x2, result, z0, z1, z2, *node._attrs)
+    f0, f1, f2 = node.formulas
+    g0 = None if f0 is None or node._n0 is None else f0(*args)
+    g1 = None if f1 is None or node._n1 is None else f1(*args)
+    g2 = None if f2 is None or node._nx[0] is None else f2(*args)
+    if node.broadcasts and shapes is not None:
+        if g0 is not None and g0.shape != z0:
+            g0 = F.sum_to(g0, z0)
+        if g1 is not None and g1.shape != z1:
+            g1 = F.sum_to(g1, z1)
+        if g2 is not None and g2.shape != z2:
+            g2 = F.sum_to(g2, z2)
+    return (g0, g1, g2)
+
+
+_APPLY = {1: _apply_1, 2: _apply_2, 3: _apply_3}
 
 
 class _Formulas:

@@ -14,7 +14,7 @@ import numpy as _np
 from ..backend import dtypes as _dt
 from ..backend.numpy_fast import scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply1, apply2, record_number
+from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import LIMITS, TRACK_BYTES, check_numel
@@ -1076,23 +1076,36 @@ _TYPE_META = {"float32": "float", "float64": "double", "float16": "c10::Half", "
               "int32": "int", "bool": "bool"}
 
 
-def _ternary(name, tensors, arg_names) -> bool:
-    """Three tensor arguments on one device whose shapes broadcast (torch's pairwise message, the
-    shapes folded in argument order as TensorIterator does), the result checked against the limits.
-    Returns whether they are NumPy arrays of one floating dtype (the usual call: nothing to promote)."""
-    for t, arg in zip(tensors, arg_names):
-        if t.__class__ is not Tensor:
-            raise GradTypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
-    first = tensors[0]._data
-    out = first.shape
-    same = first.__class__ is _ndarray and first.dtype.kind == "f"
-    for t in tensors[1:]:
-        data = t._data
-        if data.shape != out:
-            out = _broadcast_pair(tuple(out), tuple(data.shape))
-        same = same and data.__class__ is _ndarray and data.dtype == first.dtype
-    check_numel(out)
-    return same
+def _ternary(name, a, b, c, arg_names) -> bool:
+    """Tensor arguments ``a``, ``b`` and ``c`` (``_PAIR``: two) whose shapes broadcast (torch's pairwise
+    message, the shapes folded in argument order as TensorIterator does), a result larger than every
+    operand checked against the limits. Returns whether they are NumPy arrays of one floating dtype
+    (the usual call: nothing to promote)."""
+    if a.__class__ is not Tensor or b.__class__ is not Tensor or c is not _PAIR and c.__class__ is not Tensor:
+        for t, arg in zip((a, b, c), arg_names):
+            if t is not _PAIR and t.__class__ is not Tensor:
+                raise GradTypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
+    da, db = a._data, b._data
+    out = sa = da.shape
+    sb = db.shape
+    if sb != out:
+        out = _broadcast_pair(out, sb)
+    dtype = da.dtype
+    same = da.__class__ is _ndarray and db.__class__ is _ndarray and dtype.kind == "f" and db.dtype == dtype
+    if c is _PAIR:
+        if out != sa and out != sb:
+            check_numel(out)
+        return same
+    dc = c._data
+    sc = dc.shape
+    if sc != out:
+        out = _broadcast_pair(out, sc)
+    if out != sa and out != sb and out != sc:
+        check_numel(out)
+    return same and dc.__class__ is _ndarray and dc.dtype == dtype
+
+
+_PAIR = object()  # _ternary's third argument for two tensors (lerp with a number weight)
 
 
 def _lerp_number(xp, a, b, weight):
@@ -1108,16 +1121,20 @@ def _lerp_tensor(xp, a, b, w):
     weights all on one side (the usual: one weight, or a row of them) take that side's formula
     alone, the same values as the ``where`` of both."""
     d = b - a
-    if w.__class__ is _ndarray and w.size <= 16:
+    if w.__class__ is _ndarray and 0 < w.size <= 16:
         weights = w.ravel().tolist()  # (a NaN weight gives NaN from either formula)
-        if -0.5 < min(weights, default=0.0) and max(weights, default=0.0) < 0.5:
+        if -0.5 < min(weights) and max(weights) < 0.5:
             return a + w * d
         for v in weights:
             if -0.5 < v < 0.5:
                 break
         else:
-            return b - d * (1 - w)
+            one = _scalars(w, _ONE)  # 1 as a 0-d array of w's dtype: the same bits, less conversion
+            return b - d * ((1 if one is None else one[0]) - w)
     return xp.where(xp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+
+
+_ONE = (1,)
 
 
 LerpBackward0 = define_node(
@@ -1135,9 +1152,10 @@ def lerp(input, end, weight):
     number = weight.__class__ is not Tensor
     if number and not isinstance(weight, _SCALARS):
         raise GradTypeError(f"lerp(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
-    if _ternary("lerp", (input, end) if number else (input, end, weight), ("input", "end", "weight")):
-        return apply(LerpBackward0, (input, end), (weight,)) if number else \
-            apply(LerpBackward1, (input, end, weight), ())  # one float dtype: nothing to check or cast
+    if _ternary("lerp", input, end, _PAIR if number else weight, ("input", "end", "weight")):
+        if number:  # one float dtype: nothing to check or cast
+            return apply2(LerpBackward0, input, end, input._data, end._data, (weight,))
+        return apply3(LerpBackward1, input, end, weight, input._data, end._data, weight._data)
     dtype = input.dtype.name
     if end.dtype.name != dtype:
         raise RuntimeTypeError(f"expected dtype {_TYPE_META.get(dtype, dtype)} for `end` but got dtype "
@@ -1174,9 +1192,10 @@ def _addc(name, cls, input, tensor1, tensor2, value):
         value = value.item()
     if not isinstance(value, _SCALARS):
         raise GradTypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
+    if _ternary(name, input, tensor1, tensor2, ("input", "tensor1", "tensor2")):
+        # one float dtype: nothing to promote
+        return apply3(cls, input, tensor1, tensor2, input._data, tensor1._data, tensor2._data, (value,))
     tensors = (input, tensor1, tensor2)
-    if _ternary(name, tensors, ("input", "tensor1", "tensor2")):
-        return apply(cls, tensors, (value,))  # one float dtype: nothing to promote
     if name == "addcdiv" and not tensor1.dtype.is_floating_point and not tensor2.dtype.is_floating_point:
         raise RuntimeTypeError(
             "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "

@@ -56,8 +56,8 @@ def test_program_prints_what_torch_prints():
     same_as_torch(PROGRAM)
 
 
-@pytest.mark.parametrize("p", [0.2, 0.5, 0.75])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.75, 1 / 3, 0.999, 1.0])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_dropout_mask_is_torchs_for_a_seed(p, dtype):
     torch.manual_seed(11)
     gc.manual_seed(11)
@@ -69,6 +69,16 @@ def test_dropout_mask_is_torchs_for_a_seed(p, dtype):
     yg.sum().backward()
     assert np.array_equal(xt.grad.numpy(), np.asarray(xg.grad.tolist()))
     assert type(yg.grad_fn).__name__ == type(yt.grad_fn).__name__ == "MulBackward0"
+
+
+@pytest.mark.parametrize("p", [0.3, 1.0])
+def test_dropout_in_place_is_torchs_for_a_seed(p):
+    torch.manual_seed(5)
+    gc.manual_seed(5)
+    xt, xg = torch.randn(4, 9), gc.randn(4, 9)
+    yt, yg = torch.nn.functional.dropout(xt, p, inplace=True), NF.dropout(xg, p, inplace=True)
+    assert yt is xt and yg is xg
+    assert np.array_equal(xt.numpy(), np.asarray(xg.tolist()))
 
 
 @pytest.mark.parametrize("call", [

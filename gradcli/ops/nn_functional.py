@@ -21,7 +21,7 @@ import warnings
 
 import numpy as _np
 
-from ..autograd.function import apply, apply1, record2
+from ..autograd.function import apply, apply1, apply2, record2
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import view_of
@@ -324,6 +324,7 @@ NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name f
 
 
 _ADD_REDUCE = _np.add.reduce
+_MASK53 = _np.uint64((1 << 53) - 1)
 _INT64 = _np.dtype("int64")
 _ndarray = _np.ndarray
 _arange = _np.arange
@@ -987,17 +988,22 @@ def dropout(input, p=0.5, training=True, inplace=False):
     torch's CPU dropout: input * (bernoulli(1 - p) / (1 - p)), the mask drawn as torch draws it."""
     if p < 0 or p > 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if p == 0 or not training or input.numel() == 0:
+    data = input._data
+    if p == 0 or not training or data.size == 0:
         return input  # torch returns the input itself
     from .creation import _gen
-    data = input._data
+    dtype = data.dtype if data.__class__ is _ndarray else _np.dtype(input.dtype.name)
     if p == 1:
-        noise = _np.zeros((), dtype=data.dtype)
+        noise = _np.zeros((), dtype=dtype)
     else:
-        # bernoulli_(1 - p): one random64 per element, its 53 bits as a double below 1 - p, then div_(1 - p)
-        u = (_gen(None).random64(data.size) & _np.uint64((1 << 53) - 1)).astype(_np.float64) * 2.0 ** -53
-        keep = (u < 1 - p).reshape(data.shape)
-        dtype = _np.dtype(input.dtype.name)
-        noise = _np.where(keep, dtype.type(1) / dtype.type(1 - p), dtype.type(0)).astype(dtype)
+        # bernoulli_(1 - p): one random64 per element, its 53 bits m as a double u = m * 2**-53 kept
+        # where u < 1 - p, i.e. m < (1 - p) * 2**53 (scaling by a power of two is exact, and m, below
+        # 2**53, is exact as a double); then div_(1 - p): 1 / (1 - p) in the dtype, or 0
+        bits = _gen(None).random64(data.size) & _MASK53
+        keep = (bits < (1 - p) * 2.0 ** 53).reshape(data.shape)
+        noise = _np.multiply(keep, dtype.type(1) / dtype.type(1 - p))  # (bool times the dtype's scalar)
+    if data.__class__ is _ndarray:
+        if not inplace:
+            return apply2(MulBackward0, input, Tensor._make(noise, input._backend), data, noise)
     noise = Tensor._make(input._backend.from_host(noise) if not input._backend.is_numpy else noise, input._backend)
     return input.mul_(noise) if inplace else input * noise

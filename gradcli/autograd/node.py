@@ -254,9 +254,10 @@ class MultiOutputNode(Node):
 def note_edge_nrs(node: Node, inputs) -> None:
     """Record the output numbers of ``node``'s edges when an input is not output 0 of its grad_fn
     (called by recording only for inputs that are views: multi-output results always are)."""
-    nrs = tuple(x.output_nr if x.__class__ is Tensor and x._requires_grad else 0 for x in inputs)
-    if any(nrs):
-        EDGE_NRS[node] = nrs
+    for x in inputs:  # the usual views (of a leaf, a reshape) are output 0: nothing to note
+        if x.__class__ is Tensor and x._view is not None and x._requires_grad and x.output_nr:
+            EDGE_NRS[node] = tuple(x.output_nr if x.__class__ is Tensor and x._requires_grad else 0 for x in inputs)
+            return
 
 
 class RemovableHandle:

@@ -124,9 +124,9 @@ def bmm(input, mat2):
     if a.dtype != b.dtype:
         x, y = input.dtype.name, mat2.dtype.name
         raise RuntimeTypeError(f"expected scalar type {_SCALAR_TYPES.get(x, x)} but found {_SCALAR_TYPES.get(y, y)}")
-    check_flops(2 * max(input.shape[0], mat2.shape[0]) * input.shape[1] * input.shape[2] * mat2.shape[2],
-                "this batched matrix product")
-    return apply(BmmBackward0, (input, mat2))
+    (batch, rows, inner), cols = a.shape, b.shape[2]
+    check_flops(2 * batch * rows * inner * cols, "this batched matrix product")
+    return apply2(BmmBackward0, input, mat2, a, b)
 
 
 @op(MulBackward0, ViewBackward0, category="linalg")

@@ -197,3 +197,71 @@ def test_sum_to_on_arrays_is_numpys_sum_and_reshape():
             assert type(got) is type(want) and got.dtype == want.dtype and got.shape == target
             np.testing.assert_array_equal(got, want)
             assert F.sum_to(x, list(target)).shape == target
+
+
+DIVISIONS = {
+    "%": lambda a, b: a % b, "remainder": lambda a, b: _lib(a).remainder(a, b), "fmod": lambda a, b: _lib(a).fmod(a, b),
+    "floor_divide": lambda a, b: _lib(a).floor_divide(a, b),
+    "div floor": lambda a, b: a.div(b, rounding_mode="floor"), "div trunc": lambda a, b: a.div(b, rounding_mode="trunc"),
+}
+SIGNED = [[-0.0, 2.5], [-3.5, 7.0]]
+
+
+def _lib(t):
+    return torch if isinstance(t, torch.Tensor) else gc
+
+
+@pytest.mark.parametrize("name", list(DIVISIONS))
+@pytest.mark.parametrize("values", [(X, ROW), (SIGNED, [[1.5, -2.0], [-0.0, 0.0]]), (SIGNED, ROW), (ROW, SIGNED)],
+                         ids=["x,row", "zeros", "signed,row", "row,signed"])
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_division_family_of_two_float_tensors_matches_torch(name, values, dtype_name):
+    """fmod, remainder, floor_divide and div's rounding modes on two float tensors of one dtype take
+    the shortcut (equal shapes, or a pair seen to broadcast): torch's values, signs of zero, NaN and
+    inf for a zero divisor, gradients and grad_fn, on the first call and the second."""
+    registry.BROADCASTS.clear()
+    for _ in range(2):
+        got = []
+        for lib in (gc, torch):
+            a, b = (lib.tensor(v, dtype=getattr(lib, dtype_name), requires_grad=name not in ("floor_divide",))
+                    for v in values)
+            out = DIVISIONS[name](a, b)
+            grads = None
+            if out.requires_grad:
+                out.backward(lib.ones_like(out))
+                grads = [a.grad, b.grad]
+            got.append((out, grads))
+        (ours, our_grads), (theirs, their_grads) = got
+        np.testing.assert_array_equal(np.asarray(ours.detach().tolist()), theirs.detach().numpy())
+        np.testing.assert_array_equal(np.signbit(np.asarray(ours.detach().tolist())),
+                                      np.signbit(theirs.detach().numpy()))
+        assert _names(ours.grad_fn) == _names(theirs.grad_fn)
+        if their_grads is not None:
+            for g, h in zip(our_grads, their_grads):
+                np.testing.assert_array_equal(np.asarray(g.tolist()), h.numpy())
+
+
+@pytest.mark.parametrize("name", ["%", "fmod"])
+@pytest.mark.parametrize("number", [1.5, -2, 0.0])
+def test_division_family_by_a_number_matches_torch(name, number):
+    got = []
+    for lib in (gc, torch):
+        a = lib.tensor(SIGNED, requires_grad=True)
+        out = DIVISIONS[name](a, number)
+        out.backward(lib.ones_like(out))
+        got.append((np.asarray(out.detach().tolist()), _names(out.grad_fn), np.asarray(a.grad.tolist())))
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(np.signbit(got[0][0]), np.signbit(got[1][0]))
+    assert got[0][1] == got[1][1]
+    np.testing.assert_array_equal(got[0][2], got[1][2])
+
+
+def test_division_family_still_checks_integers_and_mixed_dtypes():
+    from gradcli.errors import RuntimeTypeError
+    with pytest.raises(RuntimeTypeError, match="ZeroDivisionError"):
+        gc.tensor([3, 4]) % gc.tensor([1, 0])
+    with pytest.raises(RuntimeTypeError, match="ZeroDivisionError"):
+        gc.tensor([3, 4]) % 0
+    mixed = gc.tensor([3.5, -4.0], dtype=gc.float64) % gc.tensor([2.0, 3.0])
+    assert str(mixed.dtype) == "torch.float64"
+    np.testing.assert_array_equal(np.asarray(mixed.tolist()), [1.5, 2.0])

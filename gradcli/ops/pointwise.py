@@ -806,6 +806,17 @@ def _divide(name, kernel, input, other, tensor_cls, number_cls, number_first=Non
     inputs), ``number_first`` a number divided by a tensor (None: torch takes none). Operands are
     promoted as torch's; bool results have no ``kernel`` (torch's message), and an integer division by
     zero fails as torch's does."""
+    if input.__class__ is Tensor and other.__class__ is Tensor:  # the usual call: two float NumPy tensors
+        da, db = input._data, other._data  # of one dtype whose shapes are equal or a pair seen to broadcast
+        if da.__class__ is _ndarray and db.__class__ is _ndarray and da.dtype.kind == "f" and da.dtype == db.dtype:
+            sa, sb = da.shape, db.shape  # (nothing to promote, check or cast: no integer division by zero)
+            if (sa == sb or _BROADCASTS.get((sa, sb)) in (sa, sb)) and not getattr(tensor_cls, "grad_edges_only", False):
+                return apply2(tensor_cls, input, other, da, db, attrs)
+    elif (other.__class__ is float or other.__class__ is int) and input.__class__ is Tensor \
+            and number_cls._arity == 1:  # a float NumPy tensor and a number: its attribute
+        da = input._data
+        if da.__class__ is _ndarray and da.dtype.kind == "f":
+            return apply1(number_cls, input, da, (other, *attrs))
     if input.__class__ is not Tensor and number_first is not None and other.__class__ is Tensor \
             and isinstance(input, _SCALARS):
         number = as_tensor_arg(input, other)  # torch's wrapped number: the tensor's dtype unless of a higher kind

@@ -277,3 +277,27 @@ def test_where_of_one_shape_matches_torch_and_checks_the_limit():
             gradcli.where(gradcli.tensor(cond), x, y)
     finally:
         LIMITS.reset()
+
+
+def test_the_live_view_table_drops_dead_roots_and_keeps_the_live_ones():
+    """Views of results that die leave entries that the table sweeps as it doubles (no callback
+    per root); a live root's views are still found and rebased after any number of sweeps."""
+    views._LIVE.clear()
+    views._SWEEP[0] = 1024
+    x = gradcli.tensor(DATA, requires_grad=True)
+    base = x * 1
+    kept = base.view(6, 4)
+    held = (x * 2).view(4, 6)  # a second live root
+    roots = []
+    for _ in range(5000):
+        roots.append(x * 1)  # many roots alive at once, so that ids are not simply reused
+        roots[-1].view(24)
+        if len(roots) > 3000:
+            roots.clear()
+    assert len(views._LIVE) < 2 * 3000 + 1024
+    assert views._live_views(base) == [kept]
+    base.mul_(2)  # kept's base changed in place: its grad_fn is rebuilt, as torch's
+    assert kept.grad_fn.name() == "AsStridedBackward0"
+    kept.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(DATA.shape, 2.0, dtype=np.float32))
+    assert held.grad_fn.name() == "ViewBackward0" and views._live_views(held._base) == [held]

@@ -80,10 +80,13 @@ class ViewInfo:
 
 
 # Live views of each root base, for regenerating their grad_fn after an in-place change:
-# {id(root): [weakref(root), [weakref(view)...], prune size]}; the entry goes when the root dies,
-# dead views' references are pruned as the list grows (Tensor's == is elementwise, so weak sets
-# and weak-keyed dicts cannot hold tensors).
+# {id(root): [weakref(root), [weakref(view)...], prune size]}; dead views' references are pruned
+# as the list grows, and the entries of dead roots when the table doubles since its last sweep
+# (a callback on each root's death cost more than the rest of a view of a fresh result; an id
+# reused by a new root finds the old entry's reference dead and replaces it). Tensor's == is
+# elementwise, so weak sets and weak-keyed dicts cannot hold tensors.
 _LIVE: dict = {}
+_SWEEP = [1024]  # the table's size that triggers the next sweep
 _new = object.__new__
 _ref = weakref.ref
 
@@ -100,9 +103,17 @@ def _register(root, view) -> None:
 
 
 def _new_entry(root):
-    key = id(root)
-    entry = _LIVE[key] = [weakref.ref(root, lambda _, key=key: _LIVE.pop(key, None)), [], 16]
+    if len(_LIVE) >= _SWEEP[0]:
+        _sweep()
+    entry = _LIVE[id(root)] = [_ref(root), [], 16]
     return entry
+
+
+def _sweep() -> None:
+    """Drop the entries of roots that died; the next sweep when the live ones have doubled."""
+    for key in [key for key, entry in _LIVE.items() if entry[0]() is None]:
+        del _LIVE[key]
+    _SWEEP[0] = max(1024, 2 * len(_LIVE))
 
 
 def _prune(entry) -> None:

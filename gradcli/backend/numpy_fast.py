@@ -134,7 +134,13 @@ class NumPyNamespace:
     @staticmethod
     def roll(a, shift, axis=None):
         """np.roll along given axes of a C-contiguous array (the layout its ``empty_like`` result
-        has then): each axis's two slices concatenated in their new order."""
+        has then): each axis's two slices concatenated in their new order. A small one of one dim or more (up to
+        ``_ROLL_TAKE`` elements) and shifts and axes of plain ints: one ``take`` of the flat
+        positions np.roll itself gives ``arange(size)`` of that shape, kept per (shape, shift, axis)."""
+        if a.__class__ is _ndarray and a.ndim and a.flags.c_contiguous and 0 < a.size <= _ROLL_TAKE:
+            positions = roll_positions(a.shape, shift, axis)
+            if positions is not None:
+                return a.take(positions)
         if a.__class__ is _ndarray and axis is None and a.flags.c_contiguous and a.size and shift.__class__ is int:
             return NumPyNamespace.roll(a.reshape(-1), shift, 0).reshape(a.shape)  # np.roll's own way, by the view
         if a.__class__ is _ndarray and axis is not None and a.flags.c_contiguous and a.size:
@@ -332,6 +338,64 @@ def along_axis_key(shape, axis, indices, keepdim=True):
 
 
 _ALONG: dict = {}
+
+
+def along_axis_flat(shape, axis, indices, keepdim=True):
+    """The flat (C-order) positions in an array of ``shape`` of the elements along_axis_key's key
+    picks, for ``indices`` known to lie in ``0..shape[axis]-1`` (``x.take(positions)`` is
+    ``x[key]``, ``out.put(positions, v)`` is ``out[key] = v`` on a C-contiguous ``out``; one array
+    op here and one there, against the key's several): ``indices`` times the axis's stride plus
+    each position's offset along the other axes, kept per (shape, axis, indices' shape, keepdim)."""
+    key = (shape, axis, indices.shape, keepdim)
+    found = _FLAT.get(key)
+    if found is None:
+        found = _flat_offsets(shape, axis, indices.shape, keepdim)
+        if len(_FLAT) >= 1024:
+            _FLAT.clear()
+        _FLAT[key] = found
+    base, step = found
+    return _add(base, indices if step is None else _multiply(indices, step))
+
+
+def _flat_offsets(shape, axis, ishape, keepdim):
+    """along_axis_flat's offsets of the other axes (an intp array of ``ishape``, read-only) and the
+    axis's stride in elements (None for 1; else a read-only 0-d intp array)."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    others = [d for d in range(len(shape)) if d != axis]
+    base = _zeros(ishape, _intp)
+    for j, n in enumerate(ishape):
+        d = j if keepdim else others[j]
+        if d != axis and n > 1:
+            part = _np.arange(n, dtype=_intp) * strides[d]
+            base += part.reshape((1,) * j + (n,) + (1,) * (len(ishape) - j - 1))
+    base.flags.writeable = False
+    step = None
+    if strides[axis] != 1:
+        step = _np.array(strides[axis], _intp)
+        step.flags.writeable = False
+    return base, step
+
+
+_FLAT: dict = {}
+
+
+def intp_scalar(n):
+    """``n`` as a read-only 0-d intp array, kept per int: a ufunc takes it for ~0.2 us less than a
+    Python int (which it converts on every call); the same values and result dtype against intp arrays."""
+    found = _INTP_SCALARS.get(n)
+    if found is None:
+        if len(_INTP_SCALARS) >= 1024:
+            _INTP_SCALARS.clear()
+        found = _INTP_SCALARS[n] = _np.array(n, _intp)
+        found.flags.writeable = False
+    return found
+
+
+_INTP_SCALARS: dict = {}
+_add = _np.add
+_multiply = _np.multiply
 _ALL = slice(None)
 _REVERSED = slice(None, None, -1)
 
@@ -350,6 +414,45 @@ def reversed_key(ndim, axis):
 
 
 _REVERSED_KEYS: dict = {}
+
+
+def _plain_ints(value) -> bool:
+    """An int, or a tuple of ints (no bools, no NumPy integers): a key that means one thing to np.roll."""
+    if value.__class__ is int:
+        return True
+    if value.__class__ is not tuple:
+        return False
+    for v in value:
+        if v.__class__ is not int:
+            return False
+    return True
+
+
+def roll_positions(shape, shift, axis):
+    """The flat positions that ``np.roll(x, shift, axis)`` reads, for a C-contiguous ``x`` of
+    ``shape`` (``x.take(positions)`` is the rolled copy: np.roll's own result on ``arange``, so its
+    rules hold, repeated axes adding up, shifts modulo the size), read-only, kept per (shape,
+    shift, axis); None where np.roll itself must answer (an argument other than ints or tuples of
+    ints, or one it rejects: its own call then raises its error)."""
+    if not (_plain_ints(shift) and (axis is None or _plain_ints(axis))):
+        return None  # (checked first: 1.0 and True are keys equal to 1)
+    key = (shape, shift, axis)
+    found = _ROLLS.get(key)
+    if found is None:
+        try:
+            found = _np.roll(_np.arange(_prod(shape), dtype=_intp).reshape(shape), shift, axis=axis)
+        except Exception:  # np.roll's error (an axis out of range, shifts and axes that do not pair)
+            return None
+        found.flags.writeable = False
+        if len(_ROLLS) >= 256:
+            _ROLLS.clear()
+        _ROLLS[key] = found
+    return found
+
+
+_ROLLS: dict = {}
+_ROLL_TAKE = 4096  # elements: a cached position array costs 8 bytes per element
+_prod = __import__("math").prod
 
 
 def _triangle(rows, columns, k):

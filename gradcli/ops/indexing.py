@@ -13,11 +13,11 @@ import re
 import numpy as _np
 
 from ..backend import NUMPY as _NUMPY, _dtype_name, _host_index, backend_of_array
-from ..backend.numpy_fast import along_axis_key
+from ..backend.numpy_fast import along_axis_flat, along_axis_key
 
 _ndarray = _np.ndarray
 from ..errors import AutogradError, GradcliError, GradIndexError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
-from ..autograd.function import apply
+from ..autograd.function import apply, apply2
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
@@ -457,7 +457,9 @@ def _scalar_view(xp, x):
 
 def gather_array(xp, x, dim, index):
     if x.__class__ is _ndarray and index.__class__ is _ndarray and index.ndim == x.ndim != 0:
-        return x[along_axis_key(index.shape, dim, index)]  # NumPy: _gather's indexing, _dim_key's key
+        # NumPy: _gather's indexing by _dim_key's key, as one take of the flat positions (the
+        # index in range: gather checked it, a formula's is the forward's)
+        return x.take(along_axis_flat(x.shape, dim, index))
     if x.ndim == 0:
         return xp.reshape(_gather(xp, _scalar_view(xp, x), (_scalar_view(xp, index),)), ())
     return _gather(xp, x, _dim_key(xp, dim, index))
@@ -469,13 +471,14 @@ def scatter_array(xp, x, dim, index, src, accumulate=False):
     if x.__class__ is _ndarray and index.__class__ is _ndarray and index.ndim == x.ndim != 0 \
             and getattr(src, "ndim", x.ndim) == x.ndim:  # NumPy, no 0-d operand: the lines below, direct
         out = x.copy(order="K")  # (xp.asarray(x, copy=True)'s layout)
-        key = along_axis_key(index.shape, dim, index)
         if src.__class__ is _ndarray and src.shape != index.shape:
             src = src[tuple(slice(0, n) for n in index.shape)]
         if accumulate:
-            _np.add.at(out, key, src)  # the NumPy backend's scatter_add
+            _np.add.at(out, along_axis_key(index.shape, dim, index), src)  # the NumPy backend's scatter_add
+        elif out.flags.c_contiguous:  # the key's assignment as one put at the flat positions (index in range)
+            out.put(along_axis_flat(x.shape, dim, index), src)
         else:
-            out[key] = src
+            out[along_axis_key(index.shape, dim, index)] = src
         return out
     shape = x.shape
     out = xp.asarray(_scalar_view(xp, x), copy=True)
@@ -588,8 +591,13 @@ def _index_range(xp, index):
 
 def _check_bounds(xp, index, size, dim):
     """torch's "index 4 is out of bounds for dimension 1 with size 4" (negative indices too)."""
-    if index.size:
-        low, high = _index_range(xp, index)
+    n = index.size
+    if n:
+        if n <= 64 and index.__class__ is _ndarray:  # _index_range's small case, inline
+            values = index.ravel().tolist()
+            low, high = min(values), max(values)
+        else:
+            low, high = _index_range(xp, index)
         if low < 0 or high >= size:
             raise ShapeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
 
@@ -664,19 +672,21 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 def _scatter(fn, input, dim, index, src, accumulate):
     data = _index_arg(fn, index)
-    d = _wrap_dim(dim, input.ndim)
-    tensor_src = isinstance(src, Tensor)
+    x = input._data  # its shapes and dtype read from the arrays (the tensors' properties cost more)
+    d = _wrap_dim(dim, x.ndim)
+    tensor_src = src.__class__ is Tensor or isinstance(src, Tensor)
     if accumulate and not tensor_src:
         raise GradTypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not {type(src).__name__}")
-    _check_gather_shapes("scatter", input.shape, d, data, tuple(src.shape) if tensor_src else None)
-    if tensor_src and src.dtype.name != input.dtype.name:
+    _check_gather_shapes("scatter", x.shape, d, data, src._data.shape if tensor_src else None)
+    if tensor_src and src._data.dtype is not x.dtype and src.dtype.name != input.dtype.name:
         raise RuntimeTypeError(f"{fn}(): Expected self.dtype to be equal to src.dtype")
-    _check_bounds(input._backend.xp, data, input.shape[d] if input.ndim else 1, d)
-    if accumulate:
-        return apply(ScatterAddBackward0, (input, src), (d, data))
-    if tensor_src:
-        return apply(ScatterBackward0, (input, src), (d, data))
-    return apply(ScatterBackward1, (input,), (d, data, src))
+    _check_bounds(input._backend.xp, data, x.shape[d] if x.ndim else 1, d)
+    if not tensor_src:
+        return apply(ScatterBackward1, (input,), (d, data, src))
+    cls = ScatterAddBackward0 if accumulate else ScatterBackward0
+    if input.__class__ is Tensor and src.__class__ is Tensor:  # apply's own two-tensor path, direct
+        return apply2(cls, input, src, x, src._data, (d, data))
+    return apply(cls, (input, src), (d, data))
 
 
 @op(ScatterBackward0, ScatterBackward1, inplace=True)

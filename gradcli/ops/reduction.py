@@ -14,7 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
-from ..backend.numpy_fast import along_axis_key, reversed_key
+from ..backend.numpy_fast import along_axis_flat, along_axis_key, intp_scalar, reversed_key
 from ..backend.rows import by_rows
 from ..errors import GradIndexError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -30,6 +30,8 @@ _INT64 = _np.dtype("int64")
 _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
 _MIN = _np.minimum.reduce
+_subtract = _np.subtract
+_tuple_new = tuple.__new__
 _exp = _np.exp
 _log = _np.log
 _sqrt = _np.sqrt
@@ -668,6 +670,12 @@ class ReturnTypes(tuple):
             sub = ReturnTypes._classes[name] = type(name, (ReturnTypes,), {"__slots__": (), "_name": name})
         return tuple.__new__(sub, (values, indices))
 
+    @staticmethod
+    def of(name, values, indices):
+        """``ReturnTypes(name, values, indices)``, the class of a name made before built directly."""
+        sub = ReturnTypes._classes.get(name)
+        return ReturnTypes(name, values, indices) if sub is None else _tuple_new(sub, (values, indices))
+
     def __getnewargs__(self):  # copy and pickle rebuild it through __new__'s arguments
         return (self._name, self[0], self[1])
 
@@ -909,9 +917,9 @@ def argmin(input, dim=None, keepdim=False):
 
 def _pick(xp, x, dim, indices, keepdim=True):
     """``x``'s values at ``indices`` along ``dim`` (``indices`` without that dim: one per row)."""
-    if x.__class__ is _ndarray and x.ndim:  # NumPy: take_along_axis's own indexing, its key kept per shape
+    if x.__class__ is _ndarray and x.ndim:  # NumPy: take_along_axis's indexing, as one take of the flat positions
         if keepdim or indices.ndim:
-            return x[along_axis_key(x.shape, dim, indices, keepdim)]
+            return x.take(along_axis_flat(x.shape, dim, indices, keepdim))
         shape = indices.shape
         return x[along_axis_key(x.shape, dim, indices.reshape(shape[:dim] + (1,) + shape[dim:]))].reshape(shape)
     if x.ndim == 0:
@@ -928,7 +936,8 @@ def _sorted_indices(xp, x, dim, descending):
         if not descending:
             return x.argsort(axis=dim, stable=True)
         key = reversed_key(x.ndim, dim)
-        return ((x.shape[dim] - 1) - x[key].argsort(axis=dim, stable=True))[key]
+        order = x[key].argsort(axis=dim, stable=True)  # (n - 1) - order: in place, a 0-d n - 1
+        return _subtract(intp_scalar(x.shape[dim] - 1), order, out=order)[key]
     if not descending:
         return xp.argsort(x, axis=dim, stable=True)
     n = x.shape[dim]
@@ -979,11 +988,14 @@ def _k_of(fn, k):
 
 def _selected(name, cls, input, d, indices, attrs_before=()):
     """The values at ``indices`` (recorded as ``cls``) and the indices, as torch.return_types.<name>."""
-    if indices.__class__ is _ndarray:  # NumPy: as below; the copy C-contiguous (the indices may be a reversed view)
+    if indices.__class__ is _ndarray:  # NumPy: as below; the copies C-contiguous (the indices may be a reversed view)
         if indices.dtype != _INT64:
             indices = indices.astype(_INT64)
-        values = apply(cls, (input,), attrs_before + (indices,))
-        return ReturnTypes(name, values, Tensor._make(indices.copy(), input._backend))
+        elif not indices.flags.c_contiguous:  # a view of the sort's order: the node's own copy, read faster by _pick
+            indices = indices.copy()
+        attrs = attrs_before + (indices,)
+        values = apply1(cls, input, input._data, attrs) if input.__class__ is Tensor else apply(cls, (input,), attrs)
+        return ReturnTypes.of(name, values, Tensor._make(indices.copy(), input._backend))
     xp = input._backend.xp
     indices = xp.astype(indices, xp.int64, copy=False)  # (the tensor returned gets its own copy below)
     values = apply(cls, (input,), attrs_before + (indices,))
@@ -1013,39 +1025,45 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """(values, indices) of the ``k`` largest (``largest=False``: smallest) along ``dim``, in sorted order."""
     k = _k_of("topk", k)
-    d = _wrap_dim(dim, input.ndim)
-    size = input.shape[d] if input.ndim else 1
+    ndim = input.ndim
+    d = _wrap_dim(dim, ndim)
+    size = input._data.shape[d] if ndim else 1
     if not 0 <= k <= size:
         raise ShapeError("selected index k out of range")
     xp = input._backend.xp
-    if input.ndim == 0:
+    if ndim == 0:
         indices = xp.zeros((), dtype=xp.int64)
     else:
-        indices = _sorted_indices(xp, input._data, d, bool(largest))
-        indices = indices[(slice(None),) * d + (slice(0, k),)]
+        indices = _sorted_indices(xp, input._data, d, largest is True or bool(largest))
+        if k != size:
+            indices = indices[(slice(None),) * d + (slice(0, k),)]
     return _selected("topk", TopkBackward0, input, d, indices, (d,))
 
 
 def _has_nan(xp, t) -> bool:
-    """Whether a floating tensor holds a NaN (a NumPy array's by one reduction: np.isnan(x).any() is two calls)."""
+    """Whether a floating tensor holds a NaN (a NumPy array's by one dot product: np.isnan(x).any() is two calls)."""
     data = t._data
-    if data.__class__ is _ndarray:  # the least element is NaN where one is (minimum propagates NaN)
+    if data.__class__ is _ndarray:
         if data.dtype.kind != "f" or not data.size:
             return False
-        low = _MIN(data, None)
-        return bool(low != low)
+        # the sum of the squares is NaN exactly where an element is (every term is NaN, or >= 0
+        # or +inf: no inf - inf), one dot product, cheaper than a reduction (np.minimum.reduce)
+        flat = data.reshape(-1)
+        total = flat.dot(flat)
+        return bool(total != total)
     return t.dtype.is_floating_point and bool(xp.any(xp.isnan(data)))
 
 
 def _kth(name, cls, input, k, dim, keepdim):
     """The k-th smallest (1-based) along ``dim``; median: the lower middle one, NaN where a row has one."""
-    d = _wrap_dim(dim, input.ndim)
+    ndim = input.ndim
+    d = _wrap_dim(dim, ndim)
     xp = input._backend.xp
-    keep = bool(keepdim)
-    if input.ndim == 0:
+    keep = keepdim is True or bool(keepdim)
+    if ndim == 0:
         indices = xp.zeros((), dtype=xp.int64)
     else:
-        size = input.shape[d]
+        size = input._data.shape[d]
         if name == "median" and size == 0:
             raise GradIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
         if k is None:

@@ -799,6 +799,14 @@ def _index(value):
 
 def _ints(name, arg, value):
     """An int, or a list or tuple of ints, as a tuple (torch's IntArrayRef arguments)."""
+    if value.__class__ is int:
+        return (value,)
+    if value.__class__ is tuple:  # already a tuple of plain ints: itself
+        for v in value:
+            if v.__class__ is not int:
+                break
+        else:
+            return value
     items = [value] if _index(value) is not None else value
     out = [_index(i) for i in items] if isinstance(items, (list, tuple)) else [None]
     if None in out:
@@ -829,6 +837,11 @@ def flip(input, dims, *more_dims):
 @op(RollBackward0, category="shape")
 def roll(input, shifts, dims=None):
     """Shift elements along ``dims`` by ``shifts``, wrapping around (ints or tuples; no dims: the flattened tensor)."""
+    if shifts.__class__ is int and input.__class__ is Tensor:  # x.roll(1), x.roll(1, 0): plain ints, as parsed below
+        if dims is None:
+            return apply1(RollBackward0, input, input._data, ((shifts,), ()))
+        if dims.__class__ is int and input._data.ndim:
+            return apply1(RollBackward0, input, input._data, ((shifts,), (_wrap_dim(dims, input._data.ndim),)))
     shifts = _ints("roll", "shifts", shifts)
     dims = () if dims is None else _ints("roll", "dims", dims)
     if not shifts:

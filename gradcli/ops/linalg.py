@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import GradTypeError, RuntimeTypeError, ShapeError
-from ..autograd.function import apply, apply1, apply2
+from ..autograd.function import apply, apply1, apply2, apply3
+from ..autograd.tensor import Tensor
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
@@ -297,5 +298,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if da.dtype != db.dtype:
         _same_dtype(mat1, mat2, "mm")
     check_flops(2 * n * k * m, "this matrix product")
+    if input.__class__ is Tensor and mat1.__class__ is Tensor and mat2.__class__ is Tensor:
+        return apply3(AddmmBackward0, input, mat1, mat2, input._data, da, db, (beta, alpha))
     return apply(AddmmBackward0, (input, mat1, mat2), (beta, alpha))
 

@@ -91,17 +91,6 @@ _new = object.__new__
 _ref = weakref.ref
 
 
-def _register(root, view) -> None:
-    """Add ``view`` to the live views of ``root`` (what ``make_view`` inlines)."""
-    entry = _LIVE.get(id(root))
-    if entry is None or entry[0]() is not root:
-        entry = _new_entry(root)
-    refs = entry[1]
-    refs.append(_ref(view))
-    if len(refs) > entry[2]:
-        _prune(entry)
-
-
 def _new_entry(root):
     if len(_LIVE) >= _SWEEP[0]:
         _sweep()
@@ -216,7 +205,13 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
     else:
         view.output_nr = output_nr
         view.derived = False
-    _register(root, out)
+    entry = _LIVE.get(id(root))  # registered among the root's live views
+    if entry is None or entry[0]() is not root:
+        entry = _new_entry(root)
+    refs = entry[1]
+    refs.append(_ref(out))
+    if len(refs) > entry[2]:
+        _prune(entry)
     return out
 
 

@@ -65,11 +65,13 @@ class Node:
     ``_s0``/``_s1`` with their version counters at save time in ``_v0``/``_v1``
     (``_sx = (values, versions)`` for three or more inputs), the saved result array
     in ``_sr``; ``_live`` is None when nothing is saved, True while saved values are
-    held and False once backward has freed them.
+    held and False once backward has freed them. ``_guards`` (set only on the nodes of a class
+    declared ``guarded``, by ``function.guard_attrs``): ``((tensor, version), ...)`` for the
+    tensors whose arrays are among its attributes (an index, a mask, a target), which torch saves.
     """
 
     __slots__ = ("_n0", "_n1", "_nx", "_k", "_s0", "_s1", "_sx", "_v0", "_v1", "_sr", "_vr", "_live",
-                 "_attrs", "_pre_hooks", "_retain", "_shapes", "_seq", "_shape", "__weakref__")
+                 "_attrs", "_pre_hooks", "_retain", "_shapes", "_seq", "_shape", "_guards", "__weakref__")
 
     # Filled in per class by define_node:
     formulas: tuple = ()        # per input: compiled formula, or None where none flows
@@ -84,6 +86,7 @@ class Node:
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None
     multi_output: bool = False  # a node with several outputs (MultiOutputNode)
+    guarded: bool = False       # attributes hold arrays of tensors torch saves (define_node's ``guarded``)
 
     def __init_subclass__(cls, register: bool = True, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -166,11 +169,12 @@ def _modified_message(data, producer, now: int, expected: int) -> str:
     shape = "[" + ", ".join(str(s) for s in data.shape) + "]"
     kind = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
             "int32": "IntTensor", "bool": "BoolTensor"}.get(str(data.dtype), "Tensor")
-    # torch names the op without its "Backward0" suffix, and says nothing more for a leaf
+    # torch names the op without its "Backward0" suffix, and says nothing more for a leaf; a bool
+    # tensor is its legacy type's name, CPUBoolType
     which = "" if producer is None else \
         f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', producer.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [torch.{kind} {shape}]{which} is at version "
+            f"operation: [{'CPUBoolType' if kind == 'BoolTensor' else 'torch.' + kind} {shape}]{which} is at version "
             f"{now}; expected version {expected} instead. {_hint()}")
 
 
@@ -283,13 +287,16 @@ class RemovableHandle:
 
 
 def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = False,
-                forward=None, doc: str = "", reuses_grad: bool = False, **derivatives: str) -> type:
+                forward=None, doc: str = "", reuses_grad: bool = False, guarded: bool = False,
+                **derivatives: str) -> type:
     """Create the node class ``name`` with one derivative formula per input.
 
     ``derivatives`` maps input names to formula text; an input without a formula
     (or with ``"non_differentiable"``) receives no gradient. ``reuses_grad``: the formula of a
     one-input node may write its result into the gradient it runs on, when nothing else holds
-    that (``F.spare``, set by ``_apply_1_reusing``).
+    that (``F.spare``, set by ``_apply_1_reusing``). ``guarded``: some attributes hold the arrays
+    of tensors torch saves (an index, a mask, a target: the op calls ``function.guard_attrs``),
+    checked before the backward runs as saved inputs are (``_guarded``).
     """
     params = ["F", "grad", *inputs, "result", *(f"{i}_sizes" for i in inputs), *attrs]
     specs, texts, used, uses = [], [], set(), []
@@ -324,7 +331,9 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "broadcasts": broadcasts,
         "_uses": tuple(uses),
         "_arity": k,
-        "apply": _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n),
+        "guarded": guarded,
+        "apply": _guarded(_apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n)) if guarded
+        else _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n),
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
     # recording fast path: (save input 0, save input 1, save result) for up to two inputs; the
@@ -528,6 +537,28 @@ def _apply_3(node, grad, F, differentiable):
 
 
 _APPLY = {1: _apply_1, 2: _apply_2, 3: _apply_3}
+
+
+def _guarded(apply):
+    """``apply`` for a node class whose attributes hold the arrays of tensors torch saves (gather's
+    index, masked_fill's mask, nll_loss's target): first, as for a saved input, a graph already
+    freed is refused, and a tensor changed in place since the op fails backward with torch's message
+    (the array the formula would read is not the one the forward used)."""
+    def guarded(node, grad, F, differentiable):
+        if node._live is False:
+            raise AutogradError(_FREED)
+        try:
+            guards = node._guards
+        except AttributeError:  # recorded by a path that keeps no tensor (a number, an array of its own)
+            guards = None
+        if guards is not None:
+            for t, version in guards:
+                vc = t._vc
+                if vc is not None and vc[0] != version:
+                    raise AutogradError(_version_message(t, node, version))
+        return apply(node, grad, F, differentiable)
+    guarded.__name__ = guarded.__qualname__ = f"guarded_{apply.__name__}"
+    return guarded
 
 
 class _Formulas:

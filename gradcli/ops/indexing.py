@@ -17,7 +17,7 @@ from ..backend.numpy_fast import along_axis_flat, along_axis_key
 
 _ndarray = _np.ndarray
 from ..errors import AutogradError, GradcliError, GradIndexError, GradTypeError, RuntimeTypeError, ShapeError, TypeIndexError
-from ..autograd.function import apply, apply2
+from ..autograd.function import apply, apply2, guard_attrs
 from .registry import op
 from ..limits import check_numel
 from ..autograd.node import define_node, formula_helpers
@@ -521,28 +521,28 @@ def index_select_array(xp, x, dim, index):
 
 
 IndexSelectBackward0 = define_node(
-    "IndexSelectBackward0", attrs=("dim", "index"),
+    "IndexSelectBackward0", guarded=True, attrs=("dim", "index"),
     self="F.index_add(F.zeros(self_sizes, grad), dim, index, grad)",  # torch's index_select_backward
     forward=lambda xp, x, dim, index: index_select_array(xp, x, dim, index))
 IndexAddBackward0 = define_node(
-    "IndexAddBackward0", inputs=("self", "source"), attrs=("dim", "index", "alpha"),
+    "IndexAddBackward0", guarded=True, inputs=("self", "source"), attrs=("dim", "index", "alpha"),
     self="grad",
     source="index_add_source(F, grad, dim, index, source_sizes, alpha)",
     forward=lambda xp, x, s, dim, index, alpha: index_add_array(xp, x, dim, index, s if alpha == 1 else s * alpha))
 GatherBackward0 = define_node(
-    "GatherBackward0", attrs=("dim", "index"),
+    "GatherBackward0", guarded=True, attrs=("dim", "index"),
     self="F.scatter_add(F.zeros(self_sizes, grad), dim, index, grad)",  # torch's gather_backward
     forward=lambda xp, x, dim, index: gather_array(xp, x, dim, index))
 ScatterBackward0 = define_node(
-    "ScatterBackward0", inputs=("self", "src"), attrs=("dim", "index"),
+    "ScatterBackward0", guarded=True, inputs=("self", "src"), attrs=("dim", "index"),
     self="F.scatter(grad, dim, index, 0)", src="src_grad(F, grad, dim, index, src_sizes, 'ScatterBackward0')",
     forward=lambda xp, x, src, dim, index: scatter_array(xp, x, dim, index, src))
 ScatterBackward1 = define_node(
-    "ScatterBackward1", attrs=("dim", "index", "value"),
+    "ScatterBackward1", guarded=True, attrs=("dim", "index", "value"),
     self="F.scatter(grad, dim, index, 0)",
     forward=lambda xp, x, dim, index, value: scatter_array(xp, x, dim, index, value))
 ScatterAddBackward0 = define_node(
-    "ScatterAddBackward0", inputs=("self", "src"), attrs=("dim", "index"),
+    "ScatterAddBackward0", guarded=True, inputs=("self", "src"), attrs=("dim", "index"),
     self="grad", src="src_grad(F, grad, dim, index, src_sizes, 'ScatterAddBackward0')",
     forward=lambda xp, x, src, dim, index: scatter_array(xp, x, dim, index, src, True))
 
@@ -635,7 +635,8 @@ def index_select(input, dim, index):
         raise GradIndexError("index_select(): Index is supposed to be a vector")
     xp = input._backend.xp
     _check_bounds_select(xp, data, input.shape[d] if input.ndim else 1)
-    return apply(IndexSelectBackward0, (input,), (d, data if data.ndim == 1 else xp.reshape(data, (-1,))))
+    return guard_attrs(apply(IndexSelectBackward0, (input,), (d, data if data.ndim == 1 else xp.reshape(data, (-1,)))),
+                       index)
 
 
 def _check_bounds_select(xp, index, size):
@@ -657,7 +658,8 @@ def index_add(input, dim, index, source, *, alpha=1):
                          f"({source.shape[d] if source.ndim else 1}), for dim: {d}")
     xp = input._backend.xp
     _check_bounds(xp, data, input.shape[d] if input.ndim else 1, d)
-    return apply(IndexAddBackward0, (input, source), (d, data if data.ndim == 1 else xp.reshape(data, (-1,)), alpha))
+    out = apply(IndexAddBackward0, (input, source), (d, data if data.ndim == 1 else xp.reshape(data, (-1,)), alpha))
+    return guard_attrs(out, index) if source._requires_grad else out  # (only source's gradient reads it)
 
 
 @op(GatherBackward0)
@@ -667,7 +669,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     d = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("gather", input.shape, d, data)
     _check_bounds(input._backend.xp, data, input.shape[d] if input.ndim else 1, d)
-    return apply(GatherBackward0, (input,), (d, data))
+    return guard_attrs(apply(GatherBackward0, (input,), (d, data)), index)
 
 
 def _scatter(fn, input, dim, index, src, accumulate):
@@ -682,11 +684,14 @@ def _scatter(fn, input, dim, index, src, accumulate):
         raise RuntimeTypeError(f"{fn}(): Expected self.dtype to be equal to src.dtype")
     _check_bounds(input._backend.xp, data, x.shape[d] if x.ndim else 1, d)
     if not tensor_src:
-        return apply(ScatterBackward1, (input,), (d, data, src))
+        return guard_attrs(apply(ScatterBackward1, (input,), (d, data, src)), index)
     cls = ScatterAddBackward0 if accumulate else ScatterBackward0
     if input.__class__ is Tensor and src.__class__ is Tensor:  # apply's own two-tensor path, direct
-        return apply2(cls, input, src, x, src._data, (d, data))
-    return apply(cls, (input, src), (d, data))
+        out = apply2(cls, input, src, x, src._data, (d, data))
+    else:
+        out = apply(cls, (input, src), (d, data))
+    # (torch saves the index where a formula reads it: scatter_add's for src's gradient only)
+    return guard_attrs(out, index) if not accumulate or src._requires_grad else out
 
 
 @op(ScatterBackward0, ScatterBackward1, inplace=True)

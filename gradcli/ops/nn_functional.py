@@ -21,7 +21,7 @@ import warnings
 
 import numpy as _np
 
-from ..autograd.function import apply, apply1, apply2, record2
+from ..autograd.function import apply, apply1, apply2, guard_attrs, record2
 from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import view_of
@@ -316,7 +316,7 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
     return F.embed(value, sizes, key, False)
 
 
-_NLL = dict(attrs=("target", "weight", "total_weight", "ignore_index", "reduction"), forward=_nll_forward,
+_NLL = dict(attrs=("target", "weight", "total_weight", "ignore_index", "reduction"), forward=_nll_forward, guarded=True,
             self="nll_grad(F, grad, self_sizes, target, weight, total_weight, ignore_index, reduction)")
 NllLossBackward0 = define_node("NllLossBackward0", **_NLL)
 NllLoss2DBackward0 = define_node("NllLoss2DBackward0", **_NLL)  # torch's name for (N, C, H, W) inputs
@@ -418,7 +418,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         attrs = _usual_call(input._data, target._data, ignore_index, reduction)
         if attrs is not None:
             try:
-                return apply1(NllLossBackward0, input, input._data, attrs)
+                return guard_attrs(apply1(NllLossBackward0, input, input._data, attrs), target)
             except IndexError:
                 pass  # a target >= C: named below
     _check_nll(input, target)
@@ -438,7 +438,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     host_w = None if w is None else input._backend.to_host(w)
     total = float(valid.size) if host_w is None else float(host_w[valid].astype(host_w.dtype).sum())
     node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
-    return apply(node, (input,), (target._data, w, total, ignore_index, code))
+    return guard_attrs(apply(node, (input,), (target._data, w, total, ignore_index, code)), target)
 
 
 formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,
@@ -464,7 +464,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             # (the general path's nodes; nll_loss names a target >= C itself)
             logp = apply1(LogSoftmaxBackward0, input, data, (1,))
             try:
-                return apply1(NllLossBackward0, logp, logp._data, attrs)
+                return guard_attrs(apply1(NllLossBackward0, logp, logp._data, attrs), target)
             except IndexError:
                 return nll_loss(logp, target, ignore_index=ignore_index, reduction=reduction)
     for what, value in (("input", input), ("target", target)):

@@ -14,7 +14,7 @@ import numpy as _np
 from ..backend import dtypes as _dt
 from ..backend.numpy_fast import scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
-from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, record_number
+from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import LIMITS, TRACK_BYTES, check_numel
@@ -889,16 +889,16 @@ def floor_divide(input, other):
 
 
 WhereBackward0 = define_node(
-    "WhereBackward0", inputs=("self", "other"), attrs=("condition",), broadcasts=True,
+    "WhereBackward0", guarded=True, inputs=("self", "other"), attrs=("condition",), broadcasts=True,
     forward=lambda xp, a, b, cond: xp.where(cond, a, b),
     self="F.where(condition, grad, 0.0)", other="F.where(condition, 0.0, grad)")
 
 
 MaskedFillBackward0 = define_node(
-    "MaskedFillBackward0", attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)", broadcasts=True,
+    "MaskedFillBackward0", guarded=True, attrs=("mask", "value"), self="F.masked_fill(grad, mask, 0)", broadcasts=True,
     forward=lambda xp, x, mask, value: xp.where(mask, xp.asarray(value, dtype=x.dtype), x))
 MaskedFillBackward1 = define_node(
-    "MaskedFillBackward1", inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
+    "MaskedFillBackward1", guarded=True, inputs=("self", "value"), attrs=("mask",), self="F.masked_fill(grad, mask, 0)",
     broadcasts=True,
     value="F.sum(F.where(mask, grad, 0.0))",
     forward=lambda xp, x, value, mask: xp.where(mask, xp.astype(value, x.dtype), x))
@@ -907,7 +907,12 @@ MaskedFillBackward1 = define_node(
 @op(MaskedFillBackward0, MaskedFillBackward1, inplace=True)
 def masked_fill(input, mask, value):
     """``value`` where the bool ``mask`` (broadcast to the input's shape) is true; a 0-d tensor
-    value gets the sum of the gradient there (MaskedFillBackward1)."""
+    value gets the sum of the gradient there (MaskedFillBackward1). The node keeps the mask, as
+    torch saves it (``guard_attrs``)."""
+    return guard_attrs(_masked_fill(input, mask, value), mask)
+
+
+def _masked_fill(input, mask, value):
     if mask.__class__ is not Tensor or mask.dtype.name != "bool":
         kind = type(mask).__name__ if mask.__class__ is not Tensor else _scalar_type(mask.dtype)
         raise GradTypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {kind}")
@@ -960,8 +965,9 @@ def where(condition, input, other):
         if not n or n > LIMITS.max_elements or n * LIMITS.itemsize >= TRACK_BYTES:
             check_numel(shape)
     # xp.where broadcasts the condition too; the inputs keep their shapes, so that their
-    # gradients are summed back to them
-    return apply(WhereBackward0, (input, other), (condition._data,), _operands(input, other, "where"))
+    # gradients are summed back to them; the node keeps the condition, as torch saves it
+    return guard_attrs(apply(WhereBackward0, (input, other), (condition._data,), _operands(input, other, "where")),
+                       condition)
 
 
 def _scalar_like(value, like: Tensor) -> Tensor:

@@ -271,14 +271,17 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
     return Tensor._make(data, backend)
 
 
-def guard_attrs(out, *tensors):
-    """``out`` (returned): its node (of a ``guarded`` class) keeps the arrays of ``tensors`` among its
-    attributes (an index, a mask, a target) where torch saves the tensors themselves, so backward
-    checks them as saved inputs: changed in place since, it fails with torch's message, and the
-    graph, once freed by a backward, is refused a second one. An inference tensor cannot be saved."""
+def guard_attrs(out, t):
+    """``out`` (returned): its node (of a ``guarded`` class) keeps the array of tensor ``t`` among its
+    attributes (an index, a mask, a target) where torch saves ``t`` itself, so backward checks it as
+    a saved input: changed in place since, it fails with torch's message, and the graph, once freed
+    by a backward, is refused a second one. An inference tensor cannot be saved."""
     node = out._fn if out.__class__ is Tensor else None
     if node is not None and node.guarded:
-        node._guards = tuple([(t, _saved_version(t)) for t in tensors])
+        vc = t._vc
+        if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
+            raise inference_saved()
+        node._guards = ((t, 0 if vc is None else vc[0]),)
         node._live = True
     return out
 

@@ -249,6 +249,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
 
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
+    if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 and target.__class__ is _ndarray \
+            and total_weight == target.shape[0]:  # the usual call: every row picks (_picked's first case)
+        # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
+        # arithmetic costs more than the reduction): the same float32 operations as below
+        total = _ADD_REDUCE(x[_rows(target.shape[0]), target], 0, None, None, True)
+        if reduction == 1:
+            total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)
+        else:
+            _np.negative(total, total)
+        return total.reshape(())
     key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
     picked = x[key]
     if weight is not None:
@@ -259,9 +269,7 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
         out = xp.zeros(target.shape, dtype=x.dtype)
         out[key[:1] + key[2:]] = -picked
         return out
-    if picked.__class__ is _ndarray and picked.ndim == 1:
-        # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
-        # arithmetic costs more than the reduction): the same float32 operations as below
+    if picked.__class__ is _ndarray and picked.ndim == 1:  # (as the usual call's, above)
         total = _ADD_REDUCE(picked, 0, None, None, True)
         if reduction == 1:
             total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)

@@ -39,6 +39,11 @@ CASES = {
     "nll_loss": (lambda e: e["F"].nll_loss(e["x"].log_softmax(1), e["lab"]), "lab", lambda t: t.mul_(0)),
     "nll_loss sum": (lambda e: e["F"].nll_loss(e["x"], e["lab"], reduction="sum"), "lab", lambda t: t.mul_(0)),
     "cross_entropy": (lambda e: e["F"].cross_entropy(e["x"], e["lab"]), "lab", lambda t: t.mul_(0)),
+    "x[index]": (lambda e: e["x"][e["row"]], "row", lambda t: t.mul_(0)),
+    "x[index, index]": (lambda e: e["x"][e["row"], e["lab"]], "lab", lambda t: t.mul_(0)),
+    "x[:, index]": (lambda e: e["x"][:, e["row"]], "row", lambda t: t.mul_(0)),
+    "masked_select": (lambda e: e["x"].masked_select(e["mask"]), "mask", lambda t: t.mul_(False)),
+    "x[mask]": (lambda e: e["x"][e["mask"]], "mask", lambda t: t.mul_(False)),
 }
 
 
@@ -74,6 +79,17 @@ def test_unchanged_the_gradient_is_torchs_and_a_second_backward_is_refused(name)
     assert ours == theirs
     np.testing.assert_allclose(_backward(gc, name, twice=True, retain=True),
                                _backward(torch, name, twice=True, retain=True), rtol=1e-6)
+
+
+def test_an_index_given_as_a_list_is_not_kept():
+    """A list index becomes a new tensor (torch's too): nothing of the caller's to change."""
+    for lib in (gc, torch):
+        e = _env(lib)
+        rows = [1, 0]
+        out = e["x"][rows]
+        rows[0] = 0
+        out.sum().backward()
+        np.testing.assert_array_equal(np.asarray(e["x"].grad.tolist()), np.ones((2, 2)))
 
 
 @pytest.mark.parametrize("op", [

@@ -271,17 +271,19 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
     return Tensor._make(data, backend)
 
 
-def guard_attrs(out, t):
-    """``out`` (returned): its node (of a ``guarded`` class) keeps the array of tensor ``t`` among its
-    attributes (an index, a mask, a target) where torch saves ``t`` itself, so backward checks it as
-    a saved input: changed in place since, it fails with torch's message, and the graph, once freed
-    by a backward, is refused a second one. An inference tensor cannot be saved."""
+def guard_attrs(out, t, *more):
+    """``out`` (returned): its node (of a ``guarded`` class) keeps the array of tensor ``t`` (and of
+    ``more``) among its attributes (an index, a mask, a target) where torch saves the tensor itself,
+    so backward checks it as a saved input: changed in place since, it fails with torch's message,
+    and the graph, once freed by a backward, is refused a second one. An inference tensor cannot be
+    saved."""
     node = out._fn if out.__class__ is Tensor else None
     if node is not None and node.guarded:
         vc = t._vc
         if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
             raise inference_saved()
-        node._guards = ((t, 0 if vc is None else vc[0]),)
+        node._guards = (t, 0 if vc is None else vc[0]) if not more else \
+            (t, 0 if vc is None else vc[0]) + tuple([y for x in more for y in (x, _saved_version(x))])
         node._live = True
     return out
 

@@ -66,7 +66,7 @@ class Node:
     (``_sx = (values, versions)`` for three or more inputs), the saved result array
     in ``_sr``; ``_live`` is None when nothing is saved, True while saved values are
     held and False once backward has freed them. ``_guards`` (set only on the nodes of a class
-    declared ``guarded``, by ``function.guard_attrs``): ``((tensor, version), ...)`` for the
+    declared ``guarded``, by ``function.guard_attrs``): ``(tensor, version, ...)`` for the
     tensors whose arrays are among its attributes (an index, a mask, a target), which torch saves.
     """
 
@@ -551,8 +551,9 @@ def _guarded(apply):
             guards = node._guards
         except AttributeError:  # recorded by a path that keeps no tensor (a number, an array of its own)
             guards = None
-        if guards is not None:
-            for t, version in guards:
+        if guards is not None:  # (tensor, version, tensor, version...)
+            for i in range(0, len(guards), 2):
+                t, version = guards[i], guards[i + 1]
                 vc = t._vc
                 if vc is not None and vc[0] != version:
                     raise AutogradError(_version_message(t, node, version))

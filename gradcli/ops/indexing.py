@@ -30,7 +30,7 @@ SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
 SliceBackward0 = define_node("SliceBackward0", attrs=("key",),
                              self="F.embed(grad, self_sizes, key, False)",
                              forward=lambda xp, x, key: x[key])
-IndexBackward0 = define_node("IndexBackward0", attrs=("key",),
+IndexBackward0 = define_node("IndexBackward0", attrs=("key",), guarded=True,
                              self="F.embed(grad, self_sizes, key, True)",
                              forward=lambda xp, x, key: _gather(xp, x, key))
 # Double backward of indexing: place a gradient into zeros; its own backward indexes again.
@@ -138,7 +138,10 @@ def getitem(x: Tensor, key):
             return out
     out, full, recorded = _decompose(x, key)
     if full is not None:
-        return apply(IndexBackward0, (out,), (full,))
+        out = apply(IndexBackward0, (out,), (full,))
+        # torch saves the index tensors themselves, bool masks too (a list becomes a new one)
+        kept = [k for k in (key if key.__class__ is tuple else (key,)) if k.__class__ is Tensor and _is_advanced(k)]
+        return guard_attrs(out, *kept) if kept else out
     if not recorded:
         return view_of(AliasBackward0, out)
     return out
@@ -709,7 +712,7 @@ def scatter_add(input, dim, index, src):
 
 
 MaskedSelectBackward0 = define_node(
-    "MaskedSelectBackward0", attrs=("mask",), broadcasts=True,
+    "MaskedSelectBackward0", guarded=True, attrs=("mask",), broadcasts=True,
     self="F.embed(grad, mask.shape, mask, False)",  # zeros of the broadcast shape, grad where the mask is
     forward=lambda xp, x, mask: _gather(xp, xp.broadcast_to(x, mask.shape), mask))
 
@@ -729,4 +732,5 @@ def masked_select(input, mask):
             raise ShapeError(f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) at "
                              f"non-singleton dimension {d}")
     shape = tuple(max(i, j) if i and j else 0 for i, j in zip(a, b))
-    return apply(MaskedSelectBackward0, (input,), (input._backend.xp.broadcast_to(mask._data, shape),))
+    return guard_attrs(apply(MaskedSelectBackward0, (input,), (input._backend.xp.broadcast_to(mask._data, shape),)),
+                       mask)

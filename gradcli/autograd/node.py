@@ -167,14 +167,14 @@ def _version_message(value, node: Node, expected: int) -> str:
 
 def _modified_message(data, producer, now: int, expected: int) -> str:
     shape = "[" + ", ".join(str(s) for s in data.shape) + "]"
-    kind = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
-            "int32": "IntTensor", "bool": "BoolTensor"}.get(str(data.dtype), "Tensor")
-    # torch names the op without its "Backward0" suffix, and says nothing more for a leaf; a bool
-    # tensor is its legacy type's name, CPUBoolType
+    kind = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+            "int64": "torch.LongTensor", "int32": "torch.IntTensor",
+            "bool": "CPUBoolType"}.get(str(data.dtype), "torch.Tensor")  # (a bool tensor: its legacy name)
+    # torch names the op without its "Backward0" suffix, and says nothing more for a leaf
     which = "" if producer is None else \
         f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', producer.name())},"
     return (f"one of the variables needed for gradient computation has been modified by an inplace "
-            f"operation: [{'CPUBoolType' if kind == 'BoolTensor' else 'torch.' + kind} {shape}]{which} is at version "
+            f"operation: [{kind} {shape}]{which} is at version "
             f"{now}; expected version {expected} instead. {_hint()}")
 
 
@@ -317,6 +317,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     if derivatives:
         raise TypeError(f"{name}: formulas for unknown inputs {sorted(derivatives)}")
     k = len(inputs)
+    apply = _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n)
     cls = type(name, (Node,), {
         "__slots__": (),
         "__doc__": doc or f"Backward of {name[:-len('Backward0')] or name}.",
@@ -332,8 +333,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "_uses": tuple(uses),
         "_arity": k,
         "guarded": guarded,
-        "apply": _guarded(_apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n)) if guarded
-        else _apply_1_reusing if reuses_grad and k == 1 else _APPLY.get(k, _apply_n),
+        "apply": _guarded(apply) if guarded else apply,
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
     # recording fast path: (save input 0, save input 1, save result) for up to two inputs; the

@@ -44,7 +44,16 @@ CASES = {
     "x[:, index]": (lambda e: e["x"][:, e["row"]], "row", lambda t: t.mul_(0)),
     "masked_select": (lambda e: e["x"].masked_select(e["mask"]), "mask", lambda t: t.mul_(False)),
     "x[mask]": (lambda e: e["x"][e["mask"]], "mask", lambda t: t.mul_(False)),
+    "y[index] = v": (lambda e: _put(e, e["row"]), "row", lambda t: t.mul_(0)),
+    "y[mask] = v": (lambda e: _put(e, e["mask"]), "mask", lambda t: t.mul_(False)),
 }
+
+
+def _put(e, key):
+    """``y[key] = v`` on a copy of x (IndexPutBackward0 on y), v a product of x (its gradient too)."""
+    y = e["x"] * 1
+    y[key] = e["x"][0, 0] * 3
+    return y
 
 
 def _backward(lib, name, change=False, twice=False, retain=False):

@@ -43,7 +43,7 @@ SelectBackwardBackward0 = define_node("SelectBackwardBackward0", attrs=("shape",
 # index_put (``x[idx] = v``, and the double backward of ``x[idx]``): the indexed positions of
 # ``self`` get ``values`` (added to them with accumulate), so ``self``'s gradient there is zero.
 IndexPutBackward0 = define_node(
-    "IndexPutBackward0", inputs=("self", "values"), attrs=("key", "accumulate"), broadcasts=True,
+    "IndexPutBackward0", guarded=True, inputs=("self", "values"), attrs=("key", "accumulate"), broadcasts=True,
     self="grad if accumulate else grad - F.embed(F.take(grad, key), self_sizes, key, False)",
     values="F.take(grad, key)",
     forward=lambda xp, x, v, key, accumulate: _index_put(xp, x, v, key, accumulate))
@@ -128,6 +128,12 @@ def _consumed(item) -> int:
     return 1
 
 
+def _index_tensors(key) -> list:
+    """The tensors of an advanced key, which torch saves with the node (bool masks too; a list
+    becomes a new tensor): ``guard_attrs`` checks them before backward."""
+    return [k for k in (key if key.__class__ is tuple else (key,)) if k.__class__ is Tensor and _is_advanced(k)]
+
+
 def getitem(x: Tensor, key):
     """``x[key]`` for ints, slices, None, ..., integer lists and bool/integer tensors."""
     if key.__class__ is int:  # x[0]: one select (what _decompose records, without its passes)
@@ -139,8 +145,7 @@ def getitem(x: Tensor, key):
     out, full, recorded = _decompose(x, key)
     if full is not None:
         out = apply(IndexBackward0, (out,), (full,))
-        # torch saves the index tensors themselves, bool masks too (a list becomes a new one)
-        kept = [k for k in (key if key.__class__ is tuple else (key,)) if k.__class__ is Tensor and _is_advanced(k)]
+        kept = _index_tensors(key)
         return guard_attrs(out, *kept) if kept else out
     if not recorded:
         return view_of(AliasBackward0, out)
@@ -360,7 +365,7 @@ def setitem(x: Tensor, key, value) -> None:
         value = value.view(stripped)
     if value.dtype.name != out.dtype.name:
         value = value.to(out.dtype.name)
-    index_put_(out, full, value)
+    index_put_(out, full, value, _index_tensors(key))
 
 
 def _copy_to(dst: Tensor, src: Tensor) -> None:
@@ -402,8 +407,9 @@ def _type_name(x: Tensor) -> str:
     return f"torch.{kind}Tensor"
 
 
-def index_put_(x: Tensor, key, value: Tensor) -> Tensor:
-    """``x[key] = value`` for an advanced key, in place (recorded as IndexPutBackward0)."""
+def index_put_(x: Tensor, key, value: Tensor, kept=()) -> Tensor:
+    """``x[key] = value`` for an advanced key, in place (recorded as IndexPutBackward0); ``kept``:
+    the index tensors of the key, checked before backward as torch's saved indices."""
     from ..autograd.grad_mode import STATE
     from ..autograd.views import rebase, writable
     x._check_inplace()
@@ -411,6 +417,8 @@ def index_put_(x: Tensor, key, value: Tensor) -> Tensor:
         old = Tensor._make(x._data, x._backend, x.grad_fn)  # x as it was: its edge
         old._requires_grad = x._requires_grad
         result = apply(IndexPutBackward0, (old, value), (key, False))
+        if kept:
+            guard_attrs(result, *kept)
         writable(x)[...] = result._data
         rebase(x, result.grad_fn)
     else:

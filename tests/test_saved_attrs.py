@@ -20,6 +20,7 @@ def _env(lib):
         "x": lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True),
         "idx": lib.tensor([[0, 0], [1, 0]]), "row": lib.tensor([1, 0]), "lab": lib.tensor([1, 0]),
         "mask": lib.tensor([[True, False], [False, True]]),
+        "w": lib.tensor([0.5, 2.0]), "t": lib.tensor([[1.0, 0.0], [0.0, 1.0]]),
         "F": torch.nn.functional if lib is torch else GF, "lib": lib,
     }
 
@@ -39,6 +40,12 @@ CASES = {
     "nll_loss": (lambda e: e["F"].nll_loss(e["x"].log_softmax(1), e["lab"]), "lab", lambda t: t.mul_(0)),
     "nll_loss sum": (lambda e: e["F"].nll_loss(e["x"], e["lab"], reduction="sum"), "lab", lambda t: t.mul_(0)),
     "cross_entropy": (lambda e: e["F"].cross_entropy(e["x"], e["lab"]), "lab", lambda t: t.mul_(0)),
+    "nll_loss weight": (lambda e: e["F"].nll_loss(e["x"], e["lab"], weight=e["w"]), "w", lambda t: t.mul_(2)),
+    "binary_cross_entropy weight": (lambda e: e["F"].binary_cross_entropy(e["x"].sigmoid(), e["t"], weight=e["w"]),
+                                    "w", lambda t: t.mul_(2)),
+    "bce_with_logits pos_weight": (lambda e: e["F"].binary_cross_entropy_with_logits(e["x"], e["t"],
+                                                                                      pos_weight=e["w"]),
+                                   "w", lambda t: t.mul_(2)),
     "x[index]": (lambda e: e["x"][e["row"]], "row", lambda t: t.mul_(0)),
     "x[index, index]": (lambda e: e["x"][e["row"], e["lab"]], "lab", lambda t: t.mul_(0)),
     "x[:, index]": (lambda e: e["x"][:, e["row"]], "row", lambda t: t.mul_(0)),
@@ -129,4 +136,21 @@ def test_an_index_made_under_inference_mode_cannot_be_saved():
         got.append(str(exc.value))
         with lib.no_grad():  # nothing recorded: nothing saved
             assert x.gather(1, idx).tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("weight", [[0.5, 2.0, 1.0], [[0.5, 2.0, 1.0]] * 2, [[[0.5, 2.0]]], [[[1.0]]] * 3,
+                                    [[0.5], [2.0]], [0.5, 2.0], 3.0], ids=str)
+def test_binary_cross_entropy_broadcasts_its_weight_as_torch(weight):
+    """torch expands the weight to the shape it broadcasts to with the target (that view is saved),
+    or says why it cannot."""
+    got = []
+    for lib, F in ((gc, GF), (torch, torch.nn.functional)):
+        x = lib.tensor([[0.3, 0.6], [0.2, 0.9]], requires_grad=True)
+        try:
+            out = F.binary_cross_entropy(x, lib.tensor([[1.0, 0.0], [0.0, 1.0]]), weight=lib.tensor(weight))
+            out.backward()
+            got.append((round(out.item(), 6), np.asarray(x.grad.tolist()).round(6).tolist()))
+        except RuntimeError as exc:
+            got.append(str(exc))
     assert got[0] == got[1]

@@ -551,8 +551,12 @@ def _guarded(apply):
             guards = node._guards
         except AttributeError:  # recorded by a path that keeps no tensor (a number, an array of its own)
             guards = None
-        if guards is not None:  # (tensor, version, tensor, version...)
-            for i in range(0, len(guards), 2):
+        if guards is not None:  # (tensor, version, tensor, version...): mostly one
+            t = guards[0]
+            vc = t._vc
+            if vc is not None and vc[0] != guards[1]:
+                raise AutogradError(_version_message(t, node, guards[1]))
+            for i in range(2, len(guards), 2):
                 t, version = guards[i], guards[i + 1]
                 vc = t._vc
                 if vc is not None and vc[0] != version:

@@ -157,7 +157,7 @@ def _numel(x) -> int:
 
 
 BinaryCrossEntropyBackward0 = define_node(
-    "BinaryCrossEntropyBackward0", inputs=("self", "target"), attrs=("weight", "reduction"),
+    "BinaryCrossEntropyBackward0", guarded=True, inputs=("self", "target"), attrs=("weight", "reduction"),
     forward=_bce_forward,
     self="bce_grad(F, grad, self, target, weight, reduction)",
     target="bce_target_grad(F, grad, self, target, weight, reduction)")
@@ -167,6 +167,31 @@ def _weight_array(weight, like):
     if weight is None:
         return None
     return as_tensor_arg(weight, like, "weight")._data
+
+
+def _bce_weight(weight, shape):
+    """torch's F.binary_cross_entropy: the weight expanded to the shape it broadcasts to with the
+    target's (the view its node saves), with torch's messages where it cannot."""
+    have = tuple(weight._data.shape)
+    n = max(len(shape), len(have))
+    a, b = (1,) * (n - len(shape)) + tuple(shape), (1,) * (n - len(have)) + have
+    out = [0] * n
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise ShapeError(f"Attempting to broadcast a dimension of length {b[i]} at {i - n}! Mismatching argument at "
+                             f"index 1 had torch.Size({list(have)}); but expected shape should be broadcastable to "
+                             f"{list(shape)}")
+        out[i] = a[i] if b[i] == 1 else b[i]
+    if tuple(out) != tuple(shape):
+        raise ShapeError(f"output with shape {list(shape)} doesn't match the broadcast shape {out}")
+    return weight.expand(tuple(out))
+
+
+def _keeping(out, *args):
+    """``guard_attrs`` for the arguments that are tensors (a weight may be None or a list): the node
+    keeps their arrays as attributes, where torch saves them."""
+    kept = [a for a in args if a.__class__ is Tensor]
+    return guard_attrs(out, *kept) if kept else out
 
 
 def _same_size(input, target):
@@ -192,8 +217,10 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
             code = _reduction(reduction)
             return record2(BinaryCrossEntropyBackward0, input, target, x, t,
                            _reduce(_np, _bce_pointwise(_np, x, t), code), (None, code))
-    return apply(BinaryCrossEntropyBackward0, (input, target),
-                 (_weight_array(weight, input), _reduction(reduction)))
+    if weight.__class__ is Tensor and weight._data.shape != target._data.shape:
+        weight = _bce_weight(weight, target._data.shape)
+    return _keeping(apply(BinaryCrossEntropyBackward0, (input, target),
+                          (_weight_array(weight, input), _reduction(reduction))), weight)
 
 
 def _bce_logits_forward(xp, x, t, weight, pos_weight, reduction):
@@ -229,7 +256,7 @@ def bce_logits_grad(F, grad, x, t, weight, pos_weight, reduction, target_side=Fa
 
 
 BinaryCrossEntropyWithLogitsBackward0 = define_node(
-    "BinaryCrossEntropyWithLogitsBackward0", inputs=("self", "target"), attrs=("weight", "pos_weight", "reduction"),
+    "BinaryCrossEntropyWithLogitsBackward0", guarded=True, inputs=("self", "target"), attrs=("weight", "pos_weight", "reduction"),
     forward=_bce_logits_forward,
     self="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction)",
     target="bce_logits_grad(F, grad, self, target, weight, pos_weight, reduction, True)")
@@ -242,8 +269,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """Binary cross-entropy on logits (sigmoid inside, computed stably); pos_weight weighs the positives."""
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
-    return apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
-                 (_weight_array(weight, input), _weight_array(pos_weight, input), _reduction(reduction)))
+    return _keeping(apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
+                          (_weight_array(weight, input), _weight_array(pos_weight, input), _reduction(reduction))),
+                    weight, pos_weight)
 
 
 # ------------------------------------------------------------------------------ nll_loss, cross_entropy
@@ -446,7 +474,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     host_w = None if w is None else input._backend.to_host(w)
     total = float(valid.size) if host_w is None else float(host_w[valid].astype(host_w.dtype).sum())
     node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
-    return guard_attrs(apply(node, (input,), (target._data, w, total, ignore_index, code)), target)
+    return _keeping(apply(node, (input,), (target._data, w, total, ignore_index, code)), target, weight)
 
 
 formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,

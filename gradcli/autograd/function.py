@@ -279,11 +279,8 @@ def guard_attrs(out, t, *more):
     saved."""
     node = out._fn if out.__class__ is Tensor else None
     if node is not None and node.guarded:
-        vc = t._vc
-        if vc.__class__ is not list and vc is not None:  # an inference tensor cannot be saved
-            raise inference_saved()
-        node._guards = (t, 0 if vc is None else vc[0]) if not more else \
-            (t, 0 if vc is None else vc[0]) + tuple([y for x in more for y in (x, _saved_version(x))])
+        node._guards = (t, _saved_version(t)) if not more else \
+            (t, _saved_version(t)) + tuple([y for x in more for y in (x, _saved_version(x))])
         node._live = True
     return out
 

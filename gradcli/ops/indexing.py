@@ -602,13 +602,8 @@ def _index_range(xp, index):
 
 def _check_bounds(xp, index, size, dim):
     """torch's "index 4 is out of bounds for dimension 1 with size 4" (negative indices too)."""
-    n = index.size
-    if n:
-        if n <= 64 and index.__class__ is _ndarray:  # _index_range's small case, inline
-            values = index.ravel().tolist()
-            low, high = min(values), max(values)
-        else:
-            low, high = _index_range(xp, index)
+    if index.size:
+        low, high = _index_range(xp, index)
         if low < 0 or high >= size:
             raise ShapeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
 

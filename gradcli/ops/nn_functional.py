@@ -18,6 +18,7 @@ Reductions are torch's ints (none 0, mean 1, sum 2), as ``_saved_reduction`` sho
 from __future__ import annotations
 
 import warnings
+from math import prod as _prod
 
 import numpy as _np
 
@@ -279,25 +280,21 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 and target.__class__ is _ndarray \
             and total_weight == target.shape[0]:  # the usual call: every row picks (_picked's first case)
+        picked = x[_rows(target.shape[0]), target]
+    else:
+        key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
+        picked = x[key]
+        if weight is not None:
+            picked = weight[cols] * picked
+        if reduction == 0:
+            if x.ndim == 1:
+                return xp.reshape(-xp.sum(picked), ())
+            out = xp.zeros(target.shape, dtype=x.dtype)
+            out[key[:1] + key[2:]] = -picked
+            return out
+    if picked.__class__ is _ndarray and picked.ndim == 1:
         # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
         # arithmetic costs more than the reduction): the same float32 operations as below
-        total = _ADD_REDUCE(x[_rows(target.shape[0]), target], 0, None, None, True)
-        if reduction == 1:
-            total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)
-        else:
-            _np.negative(total, total)
-        return total.reshape(())
-    key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
-    picked = x[key]
-    if weight is not None:
-        picked = weight[cols] * picked
-    if reduction == 0:
-        if x.ndim == 1:
-            return xp.reshape(-xp.sum(picked), ())
-        out = xp.zeros(target.shape, dtype=x.dtype)
-        out[key[:1] + key[2:]] = -picked
-        return out
-    if picked.__class__ is _ndarray and picked.ndim == 1:  # (as the usual call's, above)
         total = _ADD_REDUCE(picked, 0, None, None, True)
         if reduction == 1:
             total /= -total_weight  # -(s / w) == s / -w; w is cast to the array's dtype (NEP 50)
@@ -1008,10 +1005,8 @@ def linear(input, weight, bias=None):
         return _linalg.addmm(bias, input, wt)
     if input.ndim and input.is_contiguous():  # torch's _flatten_nd_linear: the rows as one matrix
         sizes = input._data.shape
-        k = sizes[-1]
-        rows = input.numel() // k if k else _np.prod(sizes[:-1], dtype=int)
         # (view_of: what view(-1, k) and view(*sizes[:-1], m) record, their arguments known good)
-        out = _linalg.addmm(bias, view_of(_shape.ViewBackward0, input, ((int(rows), k),)), wt)
+        out = _linalg.addmm(bias, view_of(_shape.ViewBackward0, input, ((_prod(sizes[:-1]), sizes[-1]),)), wt)
         return view_of(_shape.ViewBackward0, out, (tuple(sizes[:-1]) + (out._data.shape[-1],),))
     return _linalg.matmul(input, wt) + bias
 
@@ -1038,8 +1033,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         bits = _gen(None).random64(data.size) & _MASK53
         keep = (bits < (1 - p) * 2.0 ** 53).reshape(data.shape)
         noise = _np.multiply(keep, dtype.type(1) / dtype.type(1 - p))  # (bool times the dtype's scalar)
-    if data.__class__ is _ndarray:
-        if not inplace:
-            return apply2(MulBackward0, input, Tensor._make(noise, input._backend), data, noise)
+    if data.__class__ is _ndarray and not inplace:  # the product recorded directly (shapes and dtypes agree)
+        return apply2(MulBackward0, input, Tensor._make(noise, input._backend), data, noise)
     noise = Tensor._make(input._backend.from_host(noise) if not input._backend.is_numpy else noise, input._backend)
     return input.mul_(noise) if inplace else input * noise

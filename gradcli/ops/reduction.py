@@ -29,9 +29,7 @@ _ndarray = _np.ndarray
 _INT64 = _np.dtype("int64")
 _ADD = _np.add.reduce
 _MAX = _np.maximum.reduce
-_MIN = _np.minimum.reduce
 _subtract = _np.subtract
-_tuple_new = tuple.__new__
 _exp = _np.exp
 _log = _np.log
 _sqrt = _np.sqrt
@@ -670,12 +668,6 @@ class ReturnTypes(tuple):
             sub = ReturnTypes._classes[name] = type(name, (ReturnTypes,), {"__slots__": (), "_name": name})
         return tuple.__new__(sub, (values, indices))
 
-    @staticmethod
-    def of(name, values, indices):
-        """``ReturnTypes(name, values, indices)``, the class of a name made before built directly."""
-        sub = ReturnTypes._classes.get(name)
-        return ReturnTypes(name, values, indices) if sub is None else _tuple_new(sub, (values, indices))
-
     def __getnewargs__(self):  # copy and pickle rebuild it through __new__'s arguments
         return (self._name, self[0], self[1])
 
@@ -995,7 +987,7 @@ def _selected(name, cls, input, d, indices, attrs_before=()):
             indices = indices.copy()
         attrs = attrs_before + (indices,)
         values = apply1(cls, input, input._data, attrs) if input.__class__ is Tensor else apply(cls, (input,), attrs)
-        return ReturnTypes.of(name, values, Tensor._make(indices.copy(), input._backend))
+        return ReturnTypes(name, values, Tensor._make(indices.copy(), input._backend))
     xp = input._backend.xp
     indices = xp.astype(indices, xp.int64, copy=False)  # (the tensor returned gets its own copy below)
     values = apply(cls, (input,), attrs_before + (indices,))

@@ -1,10 +1,13 @@
 #!/bin/sh
 # Install gradcli into a virtual environment and put its `gradcli` command on PATH:
-#   ./install.sh                 # .venv here, the command linked into a folder already on PATH
+#   ./install.sh                 # .venv here, the command linked into a folder on PATH
 #   VENV=dir ./install.sh        # another environment (made if missing)
 #   GRADCLI_BIN=dir ./install.sh # link into dir instead (GRADCLI_BIN=none: no link)
 # The folder: ~/.local/bin or ~/bin where PATH has it, else /usr/local/bin where writable, else the
-# first writable folder of PATH under $HOME. Without one, it says how to run the command instead.
+# first writable folder of PATH under $HOME, else ~/.local/bin, made, with a line in the shell's
+# start-up files (~/.profile, and ~/.bashrc and ~/.zshrc where they exist) that puts it on PATH in
+# new shells, where they do not mention it yet (GRADCLI_PROFILE=none: edit none). This shell's PATH
+# is its own: the README's command adds ~/.local/bin to it.
 set -eu
 cd "$(dirname "$0")"
 VENV=${VENV:-.venv}
@@ -28,11 +31,24 @@ if [ -z "$bin" ]; then
     done
     IFS=$old_ifs
 fi
-if [ -n "$bin" ] && [ "$bin" != none ]; then
+if [ -z "$bin" ]; then  # no folder on PATH to write to (a user's shell before ~/.local/bin exists)
+    bin=$HOME/.local/bin
+    if [ "${GRADCLI_PROFILE:-}" != none ]; then
+        line='case ":$PATH:" in *":$HOME/.local/bin:"*) ;; *) export PATH="$HOME/.local/bin:$PATH" ;; esac'
+        for rc in "$HOME/.profile" "$HOME/.bashrc" "$HOME/.zshrc"; do
+            { [ -f "$rc" ] || [ "$rc" = "$HOME/.profile" ]; } || continue
+            grep -qs '\.local/bin' "$rc" && continue  # (Debian's ~/.profile adds it once it exists)
+            printf '\n# gradcli (install.sh): ~/.local/bin on PATH\n%s\n' "$line" >> "$rc"
+            echo "gradcli: added ~/.local/bin to PATH in $rc"
+        done
+    fi
+    echo "gradcli: ~/.local/bin is on PATH in new shells; in this one: export PATH=\"\$HOME/.local/bin:\$PATH\""
+fi
+if [ "$bin" != none ]; then
     mkdir -p "$bin"
     ln -sf "$command" "$bin/gradcli"
     echo "gradcli: $bin/gradcli -> $command"
 else
-    echo "gradcli: installed as $command; no folder on PATH to link it into: run it by that path," \
+    echo "gradcli: installed as $command (GRADCLI_BIN=none: no link); run it by that path," \
          "or add $(dirname "$command") to PATH" >&2
 fi

@@ -100,7 +100,8 @@ def test_ci_script_runs(tmp_path):
 def test_readme_shows_real_output(capsys, monkeypatch):
     """The README's first screen shows what the example really prints."""
     readme = (EXAMPLES.parent / "README.md").read_text()
-    assert "./install.sh && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert './install.sh && export PATH="$HOME/.local/bin:$PATH" && gradcli eval -f examples/seed3_quickstart.grad' \
+        in readme
     assert "pip install -e '.[test]' torch==2.13.0 && python -m pytest -q" in readme
     shown = readme.split("The first command prints (real output, `NO_COLOR=1`, 80 columns):\n\n```\n")[1]
     shown = shown.split("```")[0]
@@ -113,7 +114,8 @@ def test_readme_installs_into_an_environment():
     ~/.local/bin) or be refused (Debian's PEP 668): the install command makes .venv (install.sh),
     and the test command makes and activates it, so the ``gradcli`` each runs is the one installed."""
     readme = (EXAMPLES.parent / "README.md").read_text()
-    assert "./install.sh && gradcli eval -f examples/seed3_quickstart.grad" in readme
+    assert './install.sh && export PATH="$HOME/.local/bin:$PATH" && gradcli eval -f examples/seed3_quickstart.grad' \
+        in readme
     assert ("python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' torch==2.13.0 && "
             "python -m pytest -q") in readme
     script = (EXAMPLES.parent / "install.sh").read_text()
@@ -164,13 +166,41 @@ def test_install_falls_back_to_a_writable_path_folder_under_home(tmp_path):
     assert (mine / "gradcli").resolve() == command.resolve()
 
 
-def test_install_without_a_folder_says_how_to_run_it(tmp_path):
+def test_install_without_a_folder_makes_local_bin_and_puts_it_on_path_in_new_shells(tmp_path):
+    """A user's shell before ~/.local/bin exists (Debian's ~/.profile adds it only once it does), no
+    folder of PATH writable: ~/.local/bin is made and linked into; ~/.profile and the shells' rc files
+    that exist get a line putting it on PATH, once, where they do not mention it already."""
+    import subprocess
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("alias ll='ls -l'\n")
+    (home / ".zshrc").write_text('path+=("$HOME/.local/bin")\n')  # mentions it: left alone
+    local = home / ".local" / "bin"
     code, out, err, command = _install(tmp_path, [tmp_path / "missing"])
-    assert code == 0 and out == ""
-    assert err == (f"gradcli: installed as {command}; no folder on PATH to link it into: run it by that path, "
+    assert code == 0, err
+    assert (local / "gradcli").resolve() == command.resolve()
+    assert out == (f"gradcli: added ~/.local/bin to PATH in {home}/.profile\n"
+                   f"gradcli: added ~/.local/bin to PATH in {home}/.bashrc\n"
+                   'gradcli: ~/.local/bin is on PATH in new shells; in this one: export PATH="$HOME/.local/bin:$PATH"\n'
+                   f"gradcli: {local}/gradcli -> {command}\n")
+    assert (home / ".zshrc").read_text() == 'path+=("$HOME/.local/bin")\n'
+    for rc in (".profile", ".bashrc"):  # a new shell that reads it finds gradcli
+        shell = subprocess.run(["sh", "-c", f". {home / rc} && gradcli"], capture_output=True, text=True,
+                               env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+        assert shell.stdout == "installed\n", (rc, shell.stderr)
+    again = _install(tmp_path, [tmp_path / "missing"])  # a second install adds no second line
+    assert again[0] == 0 and (home / ".bashrc").read_text().count("# gradcli (install.sh)") == 1
+    assert "added" not in again[1]
+
+
+def test_install_may_leave_the_start_up_files_and_link_nothing(tmp_path):
+    code, out, err, _ = _install(tmp_path, [tmp_path / "missing"], GRADCLI_PROFILE="none")
+    assert code == 0 and not (tmp_path / "home" / ".profile").exists()
+    assert (tmp_path / "home" / ".local" / "bin" / "gradcli").exists()
+    code, out, err, command = _install(tmp_path, [tmp_path / "home" / "bin"], GRADCLI_BIN="none")
+    assert code == 0 and out == "" and not (tmp_path / "home" / "bin" / "gradcli").exists()
+    assert err == (f"gradcli: installed as {command} (GRADCLI_BIN=none: no link); run it by that path, "
                    f"or add {command.parent} to PATH\n")
-    code, out, err, _ = _install(tmp_path, [tmp_path / "home" / ".local" / "bin"], GRADCLI_BIN="none")
-    assert code == 0 and not (tmp_path / "home" / ".local" / "bin" / "gradcli").exists()
 
 
 def test_ci_runs_the_readme_test_command():

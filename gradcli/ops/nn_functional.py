@@ -32,7 +32,7 @@ from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .inplace import inplace_variant
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
-from ..backend.numpy_fast import scalars as _scalars
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, greatest as _greatest, least as _least, scalars as _scalars
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
@@ -378,19 +378,6 @@ def _rows(n):
 _ROWS: dict = {}
 
 
-def _least(a):
-    """The smallest element of a non-empty array (NaN if it holds one): ``a[argmin]``, a third of a
-    ``minimum.reduce``'s cost on a batch's targets or a small input, and less at any size."""
-    flat = a.ravel()
-    return flat[flat.argmin()]
-
-
-def _greatest(a):
-    """The largest element of a non-empty array (NaN if it holds one), as ``_least``."""
-    flat = a.ravel()
-    return flat[flat.argmax()]
-
-
 def _usual_call(data, t, ignore_index, reduction):
     """NllLossBackward0's attributes for nll_loss's usual call -- (N, C) float logits on NumPy,
     (N,) int64 classes, no weight, a negative ignore_index -- checked by the targets' least element: no
@@ -726,6 +713,8 @@ def hardtanh_grad(xp, g, x, lo, hi):
 
 
 _ZERO_ONE = (0, 1)
+_ONE = (1,)
+_F16, _F32 = _np.dtype(_np.float16), _np.dtype(_np.float32)
 
 
 def _logsigmoid(xp, x):
@@ -759,6 +748,8 @@ def log_sigmoid_grad(xp, g, x):
 def silu_grad(F, grad, x):
     """torch's infinitely_differentiable_silu_backward: grad * s * (1 + x * (1 - s)), s = sigmoid(x)
     (its ``1 - s`` a C++ one: SubBackward0 under create_graph)."""
+    if not F.differentiable and x.__class__ is _ndarray and x.dtype is _F16:  # in float32, as torch's kernel
+        return silu_grad(F, grad.astype(_F32), x.astype(_F32)).astype(_F16)
     s = F.sigmoid(x)
     c = None if F.differentiable else _scalars(s, _ZERO_ONE)
     if c is not None:
@@ -780,7 +771,27 @@ GeluBackwardBackward0 = define_node(
     self="grad * grad_output * gelu_second(F, self, approximate)")
 
 
-SiluBackward0 = define_node("SiluBackward0", forward=lambda xp, x: x * _pointwise._sigmoid(xp, x),
+def _silu(xp, x):
+    """torch's kernel, x / (1 + exp(-x)), as _sigmoid's (4 ufunc calls; where exp(-x) overflows,
+    silently -0.0, and NaN for -inf, as torch's; float16 in float32, rounded once)."""
+    if x.__class__ is _ndarray and x.ndim:
+        if x.dtype is _F16:
+            return _silu(xp, x.astype(_F32)).astype(_F16)
+        c = _scalars(x, _ONE)
+        if c is not None:
+            e = _np.negative(x)
+            if x.size and _least(x) > _EXP_NEG_SAFE[x.dtype]:
+                _exp(e, e)
+                _add(e, c[0], e)
+                return _divide(x, e, e)
+            with _np.errstate(over="ignore", invalid="ignore"):  # -inf / inf: NaN, as torch's
+                _exp(e, e)
+                _add(e, c[0], e)
+                return _divide(x, e, e)
+    return x * _pointwise._sigmoid(xp, x)
+
+
+SiluBackward0 = define_node("SiluBackward0", forward=_silu,
                             self="silu_grad(F, grad, self)")
 LeakyReluBackward0 = define_node("LeakyReluBackward0", attrs=("negative_slope",),
                                  forward=_leaky_relu,

@@ -12,7 +12,7 @@ import math as _math
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..backend.numpy_fast import scalars as _scalars
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, least as _least, scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
@@ -340,22 +340,29 @@ def _unary_input(name, input, keep_int, kernel):
     return input, data
 
 
-_MINUS_ONE_ONE = (-1, 1)
+_ONE = (1,)
+_F16, _F32 = _np.dtype(_np.float16), _np.dtype(_np.float32)
 
 
 def _sigmoid(xp, x):
-    """1 / (1 + e) where x >= 0 and e / (1 + e) below, e = exp(-|x|): exp of a non-positive number
-    only, so large |x| neither overflows nor warns. A NumPy array's in place, 7 ufunc calls
-    (the general form's 8, several with Python scalars), bit for bit the same."""
+    """torch's kernel, 1 / (1 + exp(-x)): a float32/float64 NumPy array's in 4 ufunc calls in
+    place; where some exp(-x) overflows (x below ``EXP_NEG_SAFE``: found by the least element)
+    with NumPy's overflow warning off, as torch gives 0 there silently. float16 is computed in
+    float32 and rounded once, as torch's kernel does (its opmath)."""
     if x.__class__ is _ndarray and x.ndim:
-        c = _scalars(x, _MINUS_ONE_ONE)  # -1 and 1 as 0-d arrays of x's dtype (float32/64), else None
-        e = _np.copysign(x, c[0]) if c is not None else _np.negative(_np.abs(x))  # -|x| (NaN's sign too)
-        _np.exp(e, e)
-        d = e + (c[1] if c is not None else 1.0)
-        out = _np.reciprocal(d)
-        _np.divide(e, d, out, where=_np.signbit(x))  # the negatives (-0.0: 1 / 2 either way)
-        return out
-    e = xp.exp(-xp.abs(x))
+        if x.dtype is _F16:
+            return _sigmoid(xp, x.astype(_F32)).astype(_F16)
+        c = _scalars(x, _ONE)  # 1 as a 0-d array of x's dtype (float32/64), else None
+        if c is not None:
+            e = _np.negative(x)
+            if x.size and _least(x) > _EXP_NEG_SAFE[x.dtype]:  # (NaN: not above)
+                _np.exp(e, e)
+            else:
+                with _np.errstate(over="ignore"):
+                    _np.exp(e, e)
+            _np.add(e, c[0], e)
+            return _np.divide(c[0], e, e)
+    e = xp.exp(-xp.abs(x))  # another backend's (CuPy): exp of a non-positive number only
     d = 1 + e
     return xp.where(x >= 0, 1 / d, e / d)
 

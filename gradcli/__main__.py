@@ -1,5 +1,3 @@
-import sys
+from gradcli.cli.fast import command
 
-from gradcli.cli.fast import main
-
-sys.exit(main())
+command()

@@ -89,3 +89,16 @@ def test_empty_and_two_dimensional():
     x = [[0.45, -0.3], [0.2, 0.8]]
     assert np.allclose(NF.silu(gc.tensor(x)).tolist(), torch.nn.functional.silu(torch.tensor(x)).tolist(), rtol=0,
                        atol=1e-7)
+
+
+@pytest.mark.parametrize("value", [-100.0, -1.0, 0.0, 2.0, float("nan")])
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+def test_zero_dim(value, dtype):
+    gd, td = DTYPES[dtype]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = gc.tensor(value, dtype=gd).sigmoid()
+    want = torch.tensor(value, dtype=td).sigmoid()
+    assert got.shape == () and str(got.dtype) == str(want.dtype)
+    g, t = got.item(), want.item()
+    assert (g != g and t != t) or (g == t if t in (0.0, 0.5) else abs(g - t) <= 4 * np.spacing(np.array(t, dtype)))

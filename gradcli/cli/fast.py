@@ -166,6 +166,19 @@ def main(argv=None) -> int:
         give_sigint(old_sigint)
 
 
+def command() -> None:
+    """The ``gradcli`` console script and ``python -m gradcli``: :func:`main`, then, stdout and
+    stderr flushed, the process ends at once with its status (``os._exit``). The interpreter's
+    teardown -- freeing every object the program made, one by one, and a full collection among
+    them -- is skipped: ~0.3 s after a 100,000-term program, a few ms after a short one. Nothing
+    of gradcli's needs it: the commands write and close their files themselves, and no atexit
+    handler is registered. (A host calling :func:`main` keeps its own exit.)"""
+    rc = main()
+    for stream in (sys.stdout, sys.stderr):
+        _flush(stream)
+    os._exit(0 if rc is None else rc if rc.__class__ is int else 1)
+
+
 def _flush(stream) -> None:
     try:
         stream.flush()

@@ -349,10 +349,10 @@ def _sigmoid(xp, x):
     place; where some exp(-x) overflows (x below ``EXP_NEG_SAFE``: found by the least element)
     with NumPy's overflow warning off, as torch gives 0 there silently. float16 is computed in
     float32 and rounded once, as torch's kernel does (its opmath)."""
-    if x.__class__ is _ndarray and x.ndim:
+    if x.__class__ is _ndarray:
         if x.dtype is _F16:
             return _sigmoid(xp, x.astype(_F32)).astype(_F16)
-        c = _scalars(x, _ONE)  # 1 as a 0-d array of x's dtype (float32/64), else None
+        c = _scalars(x, _ONE)  # 1 as a 0-d array of x's dtype (float32/64, one dim or more), else None
         if c is not None:
             e = _np.negative(x)
             if x.size and _least(x) > _EXP_NEG_SAFE[x.dtype]:  # (NaN: not above)
@@ -362,9 +362,9 @@ def _sigmoid(xp, x):
                     _np.exp(e, e)
             _np.add(e, c[0], e)
             return _np.divide(c[0], e, e)
-    e = xp.exp(-xp.abs(x))  # another backend's (CuPy): exp of a non-positive number only
-    d = 1 + e
-    return xp.where(x >= 0, 1 / d, e / d)
+        with _np.errstate(over="ignore"):  # a 0-d array
+            return 1 / (1 + _np.exp(-x))
+    return 1 / (1 + xp.exp(-x))  # another backend's (CuPy's: torch's CUDA kernel is the same formula)
 
 
 def _relu(xp, x):

@@ -43,7 +43,7 @@ from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, TENSOR_ATTRS, TENSOR_METHODS, registered_builtins, suggest
 from .values import (
-    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
+    _MISSING, _TENSOR_NUMBER, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
 )
 
@@ -575,17 +575,42 @@ class Evaluator(Statements):
             if combine is None:
                 cls = n.__class__
                 if cls is BinOp:
-                    push((n, _BINARY, 2))
-                    right = n.right
-                    rc = right.__class__
-                    # a leaf operand: its value is taken once the left one is made
-                    push((right, _LEAF if rc is Num or rc is Name else None, 0))
-                    push((n.left, None, 0))
                     operators += 1
                     if operators == _PAUSE_AFTER:
                         pause.pause()
                     elif operators == _FREEZE_AFTER:
                         pause.long = True
+                    right = n.right
+                    rc = right.__class__
+                    left = n.left
+                    lc = left.__class__
+                    if (lc is Name or lc is Num) and (rc is Name or rc is Num):
+                        # two leaves (``x * 1.5``, ``x - y``): their values, then the operator, here
+                        if lc is Num:
+                            a = left.value
+                        else:
+                            name = left.id
+                            a = env[name] if name in env and name not in scope else self._lookup(name, left, scope)
+                        if rc is Num:
+                            b = right.value
+                        else:
+                            name = right.id
+                            b = env[name] if name in env and name not in scope else self._lookup(name, right, scope)
+                        op = n.op
+                        try:
+                            cb = b.__class__
+                            if a.__class__ is Tensor and op in BINARY_OPERATORS and (
+                                    cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
+                                values.append(BINARY_OPERATORS[op](a, b))
+                            else:
+                                values.append(binary_op(op, a, b))
+                        except _LOCATED as exc:
+                            raise _located(exc, n) from None
+                        continue
+                    push((n, _BINARY, 2))
+                    # a leaf operand: its value is taken once the left one is made
+                    push((right, _LEAF if rc is Num or rc is Name else None, 0))
+                    push((left, None, 0))
                     continue
                 if cls is Name:
                     name = n.id
@@ -619,7 +644,11 @@ class Evaluator(Statements):
                 a = values[-1]
                 op = n.op
                 try:
-                    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
+                    # a tensor with a tensor or a Python number: the function Tensor's operator
+                    # is (binary_op's own first cases, without its call)
+                    cb = b.__class__
+                    if a.__class__ is Tensor and op in BINARY_OPERATORS and (
+                            cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
                         values[-1] = BINARY_OPERATORS[op](a, b)
                     else:
                         values[-1] = binary_op(op, a, b)

@@ -265,3 +265,42 @@ def test_division_family_still_checks_integers_and_mixed_dtypes():
     mixed = gc.tensor([3.5, -4.0], dtype=gc.float64) % gc.tensor([2.0, 3.0])
     assert str(mixed.dtype) == "torch.float64"
     np.testing.assert_array_equal(np.asarray(mixed.tolist()), [1.5, 2.0])
+
+
+# -- a Python number operand as a kept 0-d array of the tensor's dtype (numpy_fast.number_array) --
+
+NUMBERS = [1.3, 0.1, 3, -2, 1e-50, -1e-50, 16777217, 2 ** 53 + 1, 2 ** 60 + 1, 1e30, 3e38, 1e300, 0.0, -0.0, 7,
+           float("inf"), float("-inf"), float("nan"), 1e-3]
+
+
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_number_operands_give_torchs_bits(dtype_name):
+    """Every fast operator with a number on either side, for numbers whose cast is plain and those
+    kept as numbers (zeros and their sign, NaN, infinities, beyond the dtype's range, large ints):
+    the same bits as torch, signs of zeros included."""
+    import random
+    random.seed(0)
+    values = [random.uniform(-10, 10) for _ in range(300)] + [0.0, -0.0, 1e-40]
+    x, t = gc.tensor(values, dtype=getattr(gc, dtype_name)), torch.tensor(values, dtype=getattr(torch, dtype_name))
+    calls = [lambda a, c: a * c, lambda a, c: c * a, lambda a, c: a + c, lambda a, c: c + a, lambda a, c: a - c,
+             lambda a, c: a / c]
+    with np.errstate(all="ignore"):
+        for _ in range(2):  # the second time from the kept arrays
+            for c in NUMBERS:
+                for call in calls:
+                    got = np.asarray(call(x, c).tolist())
+                    want = call(t, c).double().numpy()
+                    same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+                    assert same.all(), (c, call(x, c), call(t, c))
+
+
+def test_number_array_keeps_plain_casts_only():
+    from gradcli.backend.numpy_fast import number_array
+    f32, f64 = np.dtype(np.float32), np.dtype(np.float64)
+    a = number_array(1.5, f32)
+    assert a.__class__ is np.ndarray and a.shape == () and a.dtype == f32 and not a.flags.writeable
+    assert number_array(1.5, f32) is a and number_array(1.5, f64).dtype == f64
+    for kept_as_is in (0.0, -0.0, 0, float("nan"), 1e39, 2 ** 53 + 1, -(2 ** 60)):
+        assert number_array(kept_as_is, f32) is kept_as_is
+    assert number_array(1e39, f64).dtype == f64  # within float64's range
+    assert number_array(1.5, np.dtype(np.float16)) == 1.5 and number_array(2, np.dtype(np.int64)) == 2

@@ -580,6 +580,36 @@ def greatest(a):
     return flat[flat.argmax()]
 
 
+def number_array(value, dtype):
+    """A Python number operand of an array operator (``y * 1.0001``, ``w - 0.1 * g``) as a read-only
+    0-d array of the array's dtype where that is float32 or float64, kept per value: NEP 50 casts
+    the number to the array's dtype before the ufunc runs, so the result has the same bits, and
+    the call costs ~0.28 us on a 2x2 array instead of ~0.55 (NumPy's conversion of a Python
+    scalar). The number itself where the cast is not plainly the value's: another dtype, a zero
+    (its sign: -0.0 == 0.0 as a key), NaN, a float beyond the dtype's range (NumPy warns as it
+    casts), an int beyond 2**53 (not exact in a double)."""
+    table = _NUMBERS32 if dtype is _F32 else _NUMBERS64 if dtype is _F64 else None
+    if table is None:
+        return value
+    found = table.get(value)
+    if found is None:
+        if not value or value != value or (abs(value) > _FINITE[dtype] if value.__class__ is float
+                                           else not -_EXACT <= value <= _EXACT):
+            return value
+        if len(table) >= 512:  # a program's constants are few; a loop's varying ones are not kept long
+            table.clear()
+        found = _np.array(value, dtype)
+        found.flags.writeable = False
+        table[value] = found
+    return found
+
+
+_NUMBERS32: dict = {}
+_NUMBERS64: dict = {}
+_FINITE = {_F32: float(_np.finfo(_np.float32).max), _F64: float(_np.finfo(_np.float64).max)}
+_EXACT = 2 ** 53
+
+
 # The least x whose exp(-x) is finite, with a margin, by dtype: 1 / (1 + exp(-x)) above it neither
 # overflows nor warns (log of float32's largest value is 88.72, float64's 709.78).
 EXP_NEG_SAFE = {_F32: -88.0, _F64: -709.0}

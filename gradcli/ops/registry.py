@@ -26,6 +26,7 @@ import numpy as _np
 import operator as _operator
 
 from ..autograd.factory import tensor
+from ..backend.numpy_fast import number_array
 from ..autograd.function import record2, record_number
 from ..autograd.grad_mode import STATE as _GRAD_STATE
 from ..autograd.tensor import Tensor
@@ -260,7 +261,7 @@ def _fast_operator(info: Op):
                     if sa == sb or broadcasts.get((sa, sb)) in (sa, sb):
                         return record2(cls, a, b, da, db, compute(da, db), attrs)
             elif kind is float or kind is int:
-                return record_number(cls, a, b, da, compute(da, b), attrs)
+                return record_number(cls, a, b, da, compute(da, number_array(b, da.dtype)), attrs)
         return general(a, b)
     operator.__name__ = operator.__qualname__ = f"__{_DUNDERS[info.operator]}__"
     operator.__doc__ = general.__doc__

@@ -19,16 +19,29 @@ DEFAULT_DEVICE = ["cpu"]  # set by the CLI's --device
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor from a number or (nested) list; ints give int64, floats the default dtype."""
+    """A tensor from a number or (nested) list: ints give int64, floats the default dtype. From a
+    tensor, a NumPy array or a NumPy scalar, the dtype is theirs where it is one of gradcli's (as
+    torch keeps it: ``torch.tensor(np.zeros(2))`` is float64); a tensor's copy warns as torch's."""
+    typed = False
     if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+                      UserWarning, stacklevel=3)  # (the caller of gradcli.tensor, through creation's function)
         data = data._backend.to_host(data._data)
+        typed = True
+    elif isinstance(data, (_np.ndarray, _np.generic)):
+        typed = True
     _check_nested(data)
     host = _np.asarray(data)
     if host.dtype == object or host.dtype.kind in "USO":
         raise GradTypeError(f"could not convert {type(data).__name__} to a tensor of numbers")
     if dtype is None:
         kind = host.dtype.kind
-        name = "bool" if kind == "b" else "int64" if kind in "iu" else _dt.DEFAULTS.float.name
+        if typed and host.dtype.name in _dt.DTYPES:
+            name = host.dtype.name
+        else:
+            name = "bool" if kind == "b" else "int64" if kind in "iu" else _dt.DEFAULTS.float.name
     else:
         name = _dt.by_name(dtype).name
     check_numel(host.shape)

@@ -281,6 +281,13 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 and target.__class__ is _ndarray \
             and total_weight == target.shape[0]:  # the usual call: every row picks (_picked's first case)
         picked = x[_rows(target.shape[0]), target]
+        if picked.dtype.kind == "f" and picked.dtype.itemsize >= 4 and picked.shape[0] <= 16777216:
+            # torch's sum (its order of additions), then -(s / w) in Python floats, rounded to the dtype
+            # once: for float32 the double quotient of two float32 values (w, the count of rows, is
+            # exact in float32), rounded to float32, is float32's own correctly rounded quotient (a
+            # double holds more than twice float32's digits): the bits of torch's division
+            total = -float(_cascade_sum(picked)) or 0.0  # (a zero sum: +0.0, as torch's)
+            return _np.array(total / total_weight if reduction == 1 else total, picked.dtype)
     else:
         key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
         picked = x[key]
@@ -303,6 +310,36 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
         return total.reshape(())
     total = -xp.sum(picked)
     return total / xp.asarray(total_weight, dtype=x.dtype) if reduction == 1 else total
+
+
+def _cascade_sum(d):
+    """The sum of the 1-d float array ``d`` (the values nll_loss picks, every row picking) as torch's
+    nll_loss adds them up, bit for bit: a cascade of 8 partial sums (LossNLL.cpp, for fewer than
+    2**32 rows: groups of 16). Row 0 goes to the last level at once; rows 1, 2... add up in order
+    in the first, which passes its sum one level up after each 16 rows (row 16, 32...); a level
+    passes its sum up after 16 of those; at the end the levels are added from the first to the
+    last. Up to 16 rows that is ``(d1 + d2 + ... + d[n-1]) + d0``. A NumPy scalar of d's dtype;
+    torch adds the values negated, and negation commutes with rounding (the caller takes care of
+    a zero's sign). NumPy's sum would pair the values differently from 9 rows on."""
+    n = d.shape[0]
+    if n <= 16:
+        return _ACCUMULATE(d[1:])[-1] + d[0] if n > 1 else d[0]
+    parts = []
+    stream = d[1:]
+    for _ in range(7):  # levels 0 to 6: what is left in each, and the sums passed up
+        m = stream.shape[0]
+        full = m - m % 16
+        if m > full:
+            parts.append(_ACCUMULATE(stream[full:])[-1])
+        stream = _ACCUMULATE(stream[:full].reshape(-1, 16), 1)[:, -1] if full else stream[:0]
+    parts.append(_ACCUMULATE(_np.concatenate((d[:1], stream)))[-1])  # the last level: row 0, then its inputs
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
+
+
+_ACCUMULATE = _np.add.accumulate  # (in order: NumPy's reduce pairs values from 9 on)
 
 
 def _picked(xp, ndim, target, ignore_index, weight, total_weight):

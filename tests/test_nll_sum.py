@@ -1,7 +1,9 @@
 """nll_loss's (and so cross_entropy's) reduction adds the picked values in torch's order: its
 cascade of partial sums (groups of 16 rows, row 0 last), so that the loss has torch's bits for every
 batch size; before, NumPy's pairwise sum differed in the last place for most batches of 3 rows or
-more. A loss of zero is +0.0, as torch's."""
+more. Ignored rows (ignore_index) add nothing and pass nothing up; with class weights the total
+weight is torch's cascade of the weights too (the saved ``total_weight``, hence the gradient). A loss
+of zero is +0.0, and no row kept gives NaN without NumPy's warning, as torch's."""
 
 import numpy as np
 import pytest
@@ -49,3 +51,31 @@ def test_cross_entropy_takes_the_same_sum():
     assert got.item() == want.item()
     assert abs(got.item() - torch.nn.functional.nll_loss(logp, torch.tensor(t)).item()) < 1e-6
     got.backward() if got.requires_grad else None
+
+
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 33, 257, 1000])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ignored_rows_and_weights_as_torch(n, dtype, weighted):
+    import warnings
+    rng = np.random.default_rng(n + 1000 * weighted)
+    c = 5
+    for ignored_share in (0.0, 0.3, 1.0):
+        x = (rng.standard_normal((n, c)) * 100).astype(dtype)
+        t = rng.integers(0, c, n)
+        t[rng.random(n) < ignored_share] = -100
+        w = (rng.random(c) * 3).astype(dtype) if weighted else None
+        for reduction in ("mean", "sum"):
+            gx, tx = gc.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = NF.nll_loss(gx, gc.tensor(t), weight=None if w is None else gc.tensor(w), reduction=reduction)
+            want = torch.nn.functional.nll_loss(tx, torch.tensor(t), weight=None if w is None else torch.tensor(w),
+                                                reduction=reduction)
+            assert str(got.item()) == str(want.item()), (ignored_share, reduction)
+            if reduction == "mean":
+                assert float(got.grad_fn._saved_total_weight) == want.grad_fn._saved_total_weight.item()
+            if want.item() == want.item():  # (NaN: no row kept)
+                got.backward()
+                want.backward()
+                assert np.array_equal(np.asarray(gx.grad.tolist(), dtype), tx.grad.numpy())

@@ -299,6 +299,17 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
             out = xp.zeros(target.shape, dtype=x.dtype)
             out[key[:1] + key[2:]] = -picked
             return out
+    if x.ndim == 2 and picked.__class__ is _ndarray and picked.dtype.kind == "f" and picked.dtype.itemsize >= 4:
+        # weights or ignored rows: torch's cascade over the rows kept (key[0]), as the usual call's;
+        # the total weight (the caller's) is torch's own sum of the weights, a value of the dtype
+        total = -float(_cascade_sum(picked, key[0])) or 0.0
+        if reduction == 1:
+            if total_weight:
+                total = total / total_weight
+            else:  # no row kept (0 / 0: NaN), or weights that cancel out: as the dtype divides
+                with _np.errstate(divide="ignore", invalid="ignore"):
+                    total = _np.float64(total) / _np.float64(total_weight)
+        return _np.array(total, picked.dtype)
     if picked.__class__ is _ndarray and picked.ndim == 1:
         # the sum kept as a 1-element array, negated and divided in place (a NumPy scalar's
         # arithmetic costs more than the reduction): the same float32 operations as below
@@ -312,27 +323,40 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     return total / xp.asarray(total_weight, dtype=x.dtype) if reduction == 1 else total
 
 
-def _cascade_sum(d):
-    """The sum of the 1-d float array ``d`` (the values nll_loss picks, every row picking) as torch's
-    nll_loss adds them up, bit for bit: a cascade of 8 partial sums (LossNLL.cpp, for fewer than
-    2**32 rows: groups of 16). Row 0 goes to the last level at once; rows 1, 2... add up in order
-    in the first, which passes its sum one level up after each 16 rows (row 16, 32...); a level
-    passes its sum up after 16 of those; at the end the levels are added from the first to the
-    last. Up to 16 rows that is ``(d1 + d2 + ... + d[n-1]) + d0``. A NumPy scalar of d's dtype;
-    torch adds the values negated, and negation commutes with rounding (the caller takes care of
-    a zero's sign). NumPy's sum would pair the values differently from 9 rows on."""
+def _cascade_sum(d, rows=None):
+    """The sum of the 1-d float array ``d`` (the values nll_loss picks, of the rows ``rows``, in
+    order; None: every row, 0 to n - 1) as torch's nll_loss adds them up, bit for bit: a cascade of
+    8 partial sums (LossNLL.cpp, for fewer than 2**32 rows). Each value kept adds to the first level
+    in order; after the value of a row that is a multiple of 16, that level's sum passes one level
+    up (and is zeroed), after a multiple of 256 the next level's too, and so on (row 0 passes
+    through every level to the last); an ignored row adds nothing and passes nothing. At the end
+    the levels are added from the first to the last. With every row kept and up to 16 rows that is
+    ``(d1 + d2 + ... + d[n-1]) + d0``. A NumPy scalar of d's dtype; torch adds the values negated,
+    and negation commutes with rounding (the caller takes care of a zero's sign). NumPy's sum would
+    pair the values differently from 9 on."""
     n = d.shape[0]
-    if n <= 16:
-        return _ACCUMULATE(d[1:])[-1] + d[0] if n > 1 else d[0]
+    if rows is None:
+        if n <= 16:
+            return _ACCUMULATE(d[1:])[-1] + d[0] if n > 1 else d[0]
+        rows = _rows(n)
+    if not n:
+        return d.dtype.type(0)
     parts = []
-    stream = d[1:]
-    for _ in range(7):  # levels 0 to 6: what is left in each, and the sums passed up
-        m = stream.shape[0]
-        full = m - m % 16
-        if m > full:
-            parts.append(_ACCUMULATE(stream[full:])[-1])
-        stream = _ACCUMULATE(stream[:full].reshape(-1, 16), 1)[:, -1] if full else stream[:0]
-    parts.append(_ACCUMULATE(_np.concatenate((d[:1], stream)))[-1])  # the last level: row 0, then its inputs
+    values, at = d, rows
+    step = 16
+    for _ in range(7):  # levels 0 to 6: what is left in each, and the sums passed up, with their rows
+        ends = _np.flatnonzero(at % step == 0)
+        sums = []
+        start = 0
+        for end in ends.tolist():
+            sums.append(_ACCUMULATE(values[start:end + 1])[-1])
+            start = end + 1
+        if start < values.shape[0]:
+            parts.append(_ACCUMULATE(values[start:])[-1])
+        values, at = _np.array(sums, d.dtype), at[ends]
+        step *= 16
+    if values.shape[0]:
+        parts.append(_ACCUMULATE(values)[-1])  # the last level keeps all it is given
     total = parts[0]
     for part in parts[1:]:
         total = total + part
@@ -493,7 +517,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise ShapeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
                          f"weight tensor of shape: {list(w.shape)}")
     host_w = None if w is None else input._backend.to_host(w)
-    total = float(valid.size) if host_w is None else float(host_w[valid].astype(host_w.dtype).sum())
+    if host_w is None:
+        total = float(valid.size)
+    elif input.ndim == 2 and host_w.dtype.kind == "f" and host_w.dtype.itemsize >= 4:  # torch's cascade, as the loss's
+        kept = _rows(host_t.shape[0]) if valid is host_t else _np.flatnonzero(host_t != ignore_index)
+        total = float(_cascade_sum(host_w[valid], kept))
+    else:
+        total = float(host_w[valid].astype(host_w.dtype).sum())
     node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
     return _keeping(apply(node, (input,), (target._data, w, total, ignore_index, code)), target, weight)
 

@@ -154,3 +154,32 @@ def test_binary_cross_entropy_broadcasts_its_weight_as_torch(weight):
         except RuntimeError as exc:
             got.append(str(exc))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda x: x.gather(1, gc.tensor([[0], [1]])), "_saved_index"),
+    (lambda x: x.index_select(0, gc.tensor([1])), "_saved_index"),
+    (lambda x: x.masked_fill(gc.tensor([[True, False], [False, True]]), 0.0), "_saved_mask"),
+    (lambda x: GF.nll_loss(x, gc.tensor([0, 1]), weight=gc.tensor([1.0, 2.0])), "_saved_target"),
+    (lambda x: GF.nll_loss(x, gc.tensor([0, 1]), weight=gc.tensor([1.0, 2.0])), "_saved_weight"),
+])
+def test_a_kept_tensor_is_freed_with_the_graph(make, field):
+    """A tensor an op keeps as an attribute (torch saves it) reads until backward frees the graph,
+    then fails as the saved inputs do, with torch's message; retain_graph keeps it."""
+    x = gc.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    kept = make(x)
+    assert getattr(kept.grad_fn, field) is not None
+    kept.sum().backward(retain_graph=True)
+    assert getattr(kept.grad_fn, field) is not None
+    y = make(x)
+    y.sum().backward()
+    with pytest.raises(RuntimeError) as caught:  # (gradcli's AutogradError is one)
+        getattr(y.grad_fn, field)
+    tx = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    ty = torch.nn.functional.nll_loss(tx, torch.tensor([0, 1]))
+    ty.backward()
+    with pytest.raises(RuntimeError) as want:
+        ty.grad_fn._saved_target
+    assert str(caught.value) == str(want.value)
+    if hasattr(type(y.grad_fn), "_saved_dim"):  # a plain value still reads, as torch's
+        assert y.grad_fn._saved_dim in (0, 1)

@@ -280,7 +280,11 @@ def _attr_field(index):
     def get(node):
         value = node._attrs[index]
         if hasattr(value, "shape") and hasattr(value, "dtype") and not isinstance(value, Tensor):
-            return Tensor._make(value, node._result_backend())  # an array the op kept (a loss's target)
+            # an array the op kept (an index, a mask, a loss's target): a tensor torch saves, so
+            # freed with the graph as the saved inputs are
+            if node._live is False:
+                raise AutogradError(_FREED)
+            return Tensor._make(value, node._result_backend())
         return value
     return get
 

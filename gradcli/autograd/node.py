@@ -27,6 +27,7 @@ import weakref
 
 from ..errors import AutogradError
 from .tensor import Detached, Tensor, _ndarray_type, inference_saved
+from ..backend.numpy_fast import HalfOpmath as _HalfOpmath
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -82,6 +83,7 @@ class Node:
     save_result: bool = False
     save_sizes: bool = False
     broadcasts: bool = False    # elementwise op whose gradients must be summed back to input shapes
+    opmath_number: bool = False  # a Python number ``other`` meets a float16 gradient in float32 (mul, div)
     needs_sizes: bool = False   # some formula reads an input's sizes
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None
@@ -430,6 +432,7 @@ def _apply_1_reusing(node, grad, F, differentiable):
 
 _REUSE_SIZE = 4096  # a smaller gradient is not lent: no formula saves anything on it
 _ndarray = _ndarray_type  # NumPy arrays: the ones a formula may write into
+_F16 = __import__("numpy").dtype("float16")
 _getrefcount = _sys.getrefcount
 
 
@@ -456,8 +459,11 @@ def _apply_2(node, grad, F, differentiable):
             _check_detached(x1, node)
         if not differentiable:
             x1 = x1._data
-    elif differentiable and x1.__class__ in _NUMBERS:
-        x1 = _wrapped_number(x1, grad, F)
+    elif x1.__class__ in _NUMBERS:
+        if differentiable:
+            x1 = _wrapped_number(x1, grad, F)
+        elif grad.__class__ is _ndarray and grad.dtype is _F16 and node.opmath_number:
+            x1 = _HalfOpmath(x1)  # grad * other, grad / other: as torch's float16 kernels
     result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
     if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
         result = _saved_result(node, F, differentiable)

@@ -604,6 +604,29 @@ def number_array(value, dtype):
     return found
 
 
+def half_by_number(ufunc, a, number):
+    """``ufunc(a, number)`` for a float16 array and a Python number as torch's CPU kernels compute
+    a float16 tensor times or over a number: in float32 (their opmath), the number a float32 (not
+    rounded to float16 first, as NumPy's float16 loop does), the result rounded to float16 once.
+    (NumPy computes float16 * float16 through float32 too: only the number's rounding differs.)"""
+    return ufunc(a, _np.float32(number)).astype(_np.float16)
+
+
+class HalfOpmath:
+    """A Python number that a float16 gradient is multiplied or divided by in a formula
+    (MulBackward0's ``grad * other``, DivBackward0's ``grad / other`` where ``other`` was a
+    number): NumPy hands the operation to it, and it computes as :func:`half_by_number`."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs or len(inputs) != 2 or inputs[0] is self:
+            return NotImplemented
+        return half_by_number(ufunc, inputs[0], self.value)
+
+
 _NUMBERS32: dict = {}
 _NUMBERS64: dict = {}
 _FINITE = {_F32: float(_np.finfo(_np.float32).max), _F64: float(_np.finfo(_np.float64).max)}

@@ -12,7 +12,8 @@ import math as _math
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, least as _least, scalars as _scalars
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number as _half_by_number, least as _least, \
+    scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
 from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
@@ -199,9 +200,24 @@ def sub(input, other, *, alpha=1):
     return _binary(SubBackward0, input, other, (alpha,), "sub")
 
 
+def _times(xp, a, b):
+    """a * b; a float16 NumPy array times a Python number as torch's kernel (half_by_number)."""
+    if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
+        return _half_by_number(_np.multiply, a, b)
+    return a * b
+
+
+def _over(xp, a, b):
+    """a / b; a float16 NumPy array over a Python number as torch's kernel (half_by_number)."""
+    if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
+        return _half_by_number(_np.true_divide, a, b)
+    return a / b
+
+
 MulBackward0 = define_node(
-    "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a * b,
+    "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=_times,
     self="grad * other", other="grad * self")
+MulBackward0.opmath_number = True  # a number saved as ``other`` meets a float16 gradient as torch's kernel
 
 
 @op(MulBackward0, MulBackward1, operator="a * b", reflected=True, fast=True, inplace="a *= b")
@@ -215,8 +231,9 @@ def mul(input, other):
 
 
 DivBackward0 = define_node(
-    "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: a / b,
+    "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=_over,
     self="grad / other", other="-grad * ((self / other) / other)")
+DivBackward0.opmath_number = True
 # div with a rounding_mode: a zero gradient (torch's div_tensor_*_backward with a rounding mode)
 DivBackward2 = define_node(
     "DivBackward2", inputs=("self", "other"), attrs=("rounding_mode",), broadcasts=True,

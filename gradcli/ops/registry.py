@@ -230,6 +230,7 @@ BROADCASTS: dict = {}
 # The fast path's arrays: NumPy's (the CPU backend's). CuPy's and array-api-strict's take the general
 # function (array-api-strict warns when its dtypes meet NumPy's).
 _NDARRAY = _np.ndarray
+_F16 = _np.dtype(_np.float16)
 
 
 def _fast_operator(info: Op):
@@ -260,7 +261,7 @@ def _fast_operator(info: Op):
                     sa, sb = da.shape, db.shape
                     if sa == sb or broadcasts.get((sa, sb)) in (sa, sb):
                         return record2(cls, a, b, da, db, compute(da, db), attrs)
-            elif kind is float or kind is int:
+            elif (kind is float or kind is int) and da.dtype is not _F16:  # (float16: the op's kernel, in float32)
                 return record_number(cls, a, b, da, compute(da, number_array(b, da.dtype)), attrs)
         return general(a, b)
     operator.__name__ = operator.__qualname__ = f"__{_DUNDERS[info.operator]}__"

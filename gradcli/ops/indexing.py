@@ -20,9 +20,11 @@ from ..errors import AutogradError, GradcliError, GradIndexError, GradTypeError,
 from ..autograd.function import apply, apply2, guard_attrs
 from .registry import op
 from ..limits import check_numel
-from ..autograd.node import define_node, formula_helpers
+from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze, view_of
+from . import shape as _shape
+from .pointwise import _broadcast_shape
 
 SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
                               self="F.embed(grad, self_sizes, key, False, True)",
@@ -666,6 +668,52 @@ def index_add(input, dim, index, source, *, alpha=1):
     _check_bounds(xp, data, input.shape[d] if input.ndim else 1, d)
     out = apply(IndexAddBackward0, (input, source), (d, data if data.ndim == 1 else xp.reshape(data, (-1,)), alpha))
     return guard_attrs(out, index) if source._requires_grad else out  # (only source's gradient reads it)
+
+
+@op(GatherBackward0, NODE_CLASSES["ExpandBackward0"], NODE_CLASSES["ViewBackward0"], category="indexing")
+def take_along_dim(input, indices, dim=None):
+    """The values at ``indices`` along ``dim``, the two broadcast against each other in every other
+    dim (torch's _take_along_dim_helper: the input expanded, ExpandBackward0 even to its own shape,
+    then gather), or of the flattened input without ``dim`` (``input.view(-1).gather(0, indices.view(-1))``).
+    The indices are broadcast only where their shape changes (they need no node; the expansion
+    shares their version, which gather's guard reads)."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"take_along_dim(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+    if indices.__class__ is not Tensor:
+        raise GradTypeError(f"take_along_dim(): argument 'indices' (position 2) must be Tensor, not "
+                            f"{type(indices).__name__}")
+    if indices._data.dtype != _INT64 and indices.dtype.name != "int64":
+        raise RuntimeTypeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                               f"{_SCALAR_NAMES.get(indices.dtype.name, indices.dtype.name)}")
+    if dim is None:
+        return gather(_shape.view(input, -1), 0, _shape.view(indices, -1))
+    shape, ishape = input._data.shape, indices._data.shape
+    if len(shape) != len(ishape):
+        raise ShapeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                         f"but got {len(shape)} dimensions for input, and {len(ishape)} dimensions for indices")
+    d = _wrap_dim(dim, len(shape))
+    if shape[:d] == ishape[:d] and shape[d + 1:] == ishape[d + 1:]:  # the usual call: nothing to broadcast
+        input_shape = shape
+    else:
+        index_shape = _broadcast_shape(shape[:d] + ishape[d:d + 1] + shape[d + 1:], ishape)
+        input_shape = _broadcast_shape(ishape[:d] + shape[d:d + 1] + ishape[d + 1:], shape)
+        if index_shape != ishape:
+            indices = _shape._expand(indices, index_shape)
+    # gather's own steps, its argument checks done above: the indices' bounds (before any node),
+    # the expand, then the node. torch's node keeps the indices as they are now: changed in place
+    # afterwards, its backward neither fails nor sees the change (gather's own would fail), so the
+    # node keeps a copy here, unguarded
+    data = indices._data
+    _check_bounds(input._backend.xp, data, shape[d], d)
+    out = apply(GatherBackward0, (_shape._expand(input, input_shape),), (d, input._backend.xp.asarray(data, copy=True)))
+    if out._fn is not None:
+        out._fn._guards = None  # nothing to check: its own copy (the guarded backward's first test passes)
+    return out
+
+
+_INT64 = _np.dtype("int64")
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "bool": "Bool"}
 
 
 @op(GatherBackward0)

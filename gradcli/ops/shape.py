@@ -374,6 +374,20 @@ def _other(name: str, other) -> Tensor:
 
 
 @op(ExpandBackward0, category="shape")
+def broadcast_to(input, *size):
+    """``input`` broadcast to ``size`` without copying: ``expand(size)``, as torch's (-1 keeps a dim);
+    the function takes the size as one tuple or list, the method as ints too."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"broadcast_to(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        for pos, s in enumerate(size[0], 1):
+            if isinstance(s, bool) or not isinstance(s, int) and not isinstance(s, Tensor):
+                raise GradTypeError(f"broadcast_to(): argument 'size' failed to unpack the object at pos {pos} with "
+                                    f"error \"type must be tuple of ints,but got {type(s).__name__}\"")
+    return _expand(input, _shape_arg(size))
+
+
+@op(ExpandBackward0, category="shape")
 def expand_as(input, other):
     """Expand to ``other``'s shape."""
     return _expand(input, _other("expand_as", other)._data.shape)

@@ -101,3 +101,18 @@ def test_without_dim_a_non_contiguous_input_fails_as_torchs_view():
     def call(L):
         return L.take_along_dim(L.tensor(M).t(), L.tensor([0, 1]))
     assert _error(gc, call) == _error(torch, call) is not None
+
+
+def test_the_graph_once_freed_refuses_a_second_backward_as_torchs():
+    """torch's node saves its copy of the indices: freed by the first backward, a second backward
+    and ``_saved_index`` fail with the freed-graph message; retain_graph keeps both."""
+    def call(L, retain):
+        m = L.tensor(M, requires_grad=True)
+        y = L.take_along_dim(m, L.tensor([[0], [2]]), 1).sum()
+        y.backward(retain_graph=retain)
+        out = [_error(L, lambda L: y.backward())]
+        out.append(_error(L, lambda L: y.grad_fn.next_functions[0][0]._saved_index))
+        return out
+    for retain in (False, True):
+        assert call(gc, retain) == call(torch, retain)
+    assert call(gc, False)[0] is not None and call(gc, True)[0] is None  # (the second backward then frees it)

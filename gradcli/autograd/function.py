@@ -271,16 +271,21 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
     return Tensor._make(data, backend)
 
 
-def guard_attrs(out, t, *more):
-    """``out`` (returned): its node (of a ``guarded`` class) keeps the array of tensor ``t`` (and of
-    ``more``) among its attributes (an index, a mask, a target) where torch saves the tensor itself,
-    so backward checks it as a saved input: changed in place since, it fails with torch's message,
-    and the graph, once freed by a backward, is refused a second one. An inference tensor cannot be
+def guard_attrs(out, *tensors):
+    """``out`` (returned): its node (of a ``guarded`` class) keeps the arrays of ``tensors`` among its
+    attributes (an index, a mask, a target) where torch saves the tensors themselves, so backward
+    checks them as saved inputs: changed in place since, it fails with torch's message, and the
+    graph, once freed by a backward, is refused a second one. Arguments that are not tensors (a
+    weight left None) are passed over; with no tensor (indices from a list, a copy the op made),
+    the arrays are the node's own: only the freed graph is refused. An inference tensor cannot be
     saved."""
     node = out._fn if out.__class__ is Tensor else None
     if node is not None and node.guarded:
-        node._guards = (t, _saved_version(t)) if not more else \
-            (t, _saved_version(t)) + tuple([y for x in more for y in (x, _saved_version(x))])
+        guards = ()
+        for t in tensors:
+            if t.__class__ is Tensor:
+                guards += (t, _saved_version(t))
+        node._guards = guards or None
         node._live = True
     return out
 

@@ -43,7 +43,7 @@ from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, TENSOR_ATTRS, TENSOR_METHODS, registered_builtins, suggest
 from .values import (
-    _MISSING, _TENSOR_NUMBER, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
+    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
 )
 
@@ -598,9 +598,7 @@ class Evaluator(Statements):
                             b = env[name] if name in env and name not in scope else self._lookup(name, right, scope)
                         op = n.op
                         try:
-                            cb = b.__class__
-                            if a.__class__ is Tensor and op in BINARY_OPERATORS and (
-                                    cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
+                            if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
                                 values.append(BINARY_OPERATORS[op](a, b))
                             else:
                                 values.append(binary_op(op, a, b))
@@ -644,11 +642,7 @@ class Evaluator(Statements):
                 a = values[-1]
                 op = n.op
                 try:
-                    # a tensor with a tensor or a Python number: the function Tensor's operator
-                    # is (binary_op's own first cases, without its call)
-                    cb = b.__class__
-                    if a.__class__ is Tensor and op in BINARY_OPERATORS and (
-                            cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
+                    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
                         values[-1] = BINARY_OPERATORS[op](a, b)
                     else:
                         values[-1] = binary_op(op, a, b)

@@ -162,8 +162,10 @@ MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
 def binary_op(op, a, b):
     """``a op b`` for ``op`` in ``+ - * / @ ** % //``."""
     ca, cb = a.__class__, b.__class__
-    if ca is Tensor and cb is Tensor and op in BINARY_OPERATORS:  # the common case
-        return BINARY_OPERATORS[op](a, b)  # the function the op declared for its operator
+    if ca is Tensor and op in BINARY_OPERATORS and (cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
+        # the common cases, a tensor with a tensor or a Python number: the function the op declared
+        # for its operator (what Tensor's operator is, without Python's dispatch to it)
+        return BINARY_OPERATORS[op](a, b)
     if ca in _PLAIN and cb in _PLAIN:  # a tensor and a number, or two numbers: what the checks below allow
         fn = (_TENSOR_NUMBER if ca is Tensor or cb is Tensor else _NUMBER_NUMBER).get(op)
         if fn is not None:

@@ -146,9 +146,7 @@ def getitem(x: Tensor, key):
             return out
     out, full, recorded = _decompose(x, key)
     if full is not None:
-        out = apply(IndexBackward0, (out,), (full,))
-        kept = _index_tensors(key)
-        return guard_attrs(out, *kept) if kept else out
+        return guard_attrs(apply(IndexBackward0, (out,), (full,)), *_index_tensors(key))
     if not recorded:
         return view_of(AliasBackward0, out)
     return out
@@ -418,9 +416,7 @@ def index_put_(x: Tensor, key, value: Tensor, kept=()) -> Tensor:
     if STATE.enabled and (x._requires_grad or value._requires_grad):
         old = Tensor._make(x._data, x._backend, x.grad_fn)  # x as it was: its edge
         old._requires_grad = x._requires_grad
-        result = apply(IndexPutBackward0, (old, value), (key, False))
-        if kept:
-            guard_attrs(result, *kept)
+        result = guard_attrs(apply(IndexPutBackward0, (old, value), (key, False)), *kept)
         writable(x)[...] = result._data
         rebase(x, result.grad_fn)
     else:
@@ -675,8 +671,7 @@ def take_along_dim(input, indices, dim=None):
     """The values at ``indices`` along ``dim``, the two broadcast against each other in every other
     dim (torch's _take_along_dim_helper: the input expanded, ExpandBackward0 even to its own shape,
     then gather), or of the flattened input without ``dim`` (``input.view(-1).gather(0, indices.view(-1))``).
-    The indices are broadcast only where their shape changes (they need no node; the expansion
-    shares their version, which gather's guard reads)."""
+    The indices are broadcast only where their shape changes (they need no node)."""
     if input.__class__ is not Tensor:
         raise GradTypeError(f"take_along_dim(): argument 'input' (position 1) must be Tensor, not "
                             f"{type(input).__name__}")
@@ -701,15 +696,13 @@ def take_along_dim(input, indices, dim=None):
         if index_shape != ishape:
             indices = _shape._expand(indices, index_shape)
     # gather's own steps, its argument checks done above: the indices' bounds (before any node),
-    # the expand, then the node. torch's node keeps the indices as they are now: changed in place
-    # afterwards, its backward neither fails nor sees the change (gather's own would fail), so the
-    # node keeps a copy here, unguarded
-    data = indices._data
-    _check_bounds(input._backend.xp, data, shape[d], d)
-    out = apply(GatherBackward0, (_shape._expand(input, input_shape),), (d, input._backend.xp.asarray(data, copy=True)))
-    if out._fn is not None:
-        out._fn._guards = None  # nothing to check: its own copy (the guarded backward's first test passes)
-    return out
+    # the expand, then the node. torch's node saves a copy of the indices: changed in place
+    # afterwards, its backward neither fails nor sees the change (gather's own would fail), and a
+    # second backward is refused as for any saved tensor (guard_attrs with no tensor: its own copy)
+    xp = input._backend.xp
+    _check_bounds(xp, indices._data, shape[d], d)
+    return guard_attrs(apply(GatherBackward0, (_shape._expand(input, input_shape),),
+                             (d, xp.asarray(indices._data, copy=True))))
 
 
 _INT64 = _np.dtype("int64")

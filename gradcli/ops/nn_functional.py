@@ -32,7 +32,7 @@ from . import linalg as _linalg, pointwise as _pointwise, shape as _shape
 from .reduction import LogSoftmaxBackward0, MeanBackward0, SumBackward0, SumBackward1, log_softmax
 from .inplace import inplace_variant
 from .registry import FUNCTIONS, as_tensor_arg, module_form, op
-from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, greatest as _greatest, least as _least, scalars as _scalars
+from ..backend.numpy_fast import greatest as _greatest, least as _least, scalars as _scalars
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _EPSILON = 1e-12  # binary_cross_entropy_backward's floor for (1 - x) * x
@@ -188,13 +188,6 @@ def _bce_weight(weight, shape):
     return weight.expand(tuple(out))
 
 
-def _keeping(out, *args):
-    """``guard_attrs`` for the arguments that are tensors (a weight may be None or a list): the node
-    keeps their arrays as attributes, where torch saves them."""
-    kept = [a for a in args if a.__class__ is Tensor]
-    return guard_attrs(out, *kept) if kept else out
-
-
 def _same_size(input, target):
     if target._data.shape != input._data.shape:
         raise ShapeError(f"Using a target size (torch.Size({list(target.shape)})) that is different to the input "
@@ -220,7 +213,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                            _reduce(_np, _bce_pointwise(_np, x, t), code), (None, code))
     if weight.__class__ is Tensor and weight._data.shape != target._data.shape:
         weight = _bce_weight(weight, target._data.shape)
-    return _keeping(apply(BinaryCrossEntropyBackward0, (input, target),
+    return guard_attrs(apply(BinaryCrossEntropyBackward0, (input, target),
                           (_weight_array(weight, input), _reduction(reduction))), weight)
 
 
@@ -270,7 +263,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """Binary cross-entropy on logits (sigmoid inside, computed stably); pos_weight weighs the positives."""
     target = as_tensor_arg(target, input, "target")
     _same_size(input, target)
-    return _keeping(apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
+    return guard_attrs(apply(BinaryCrossEntropyWithLogitsBackward0, (input, target),
                           (_weight_array(weight, input), _weight_array(pos_weight, input), _reduction(reduction))),
                     weight, pos_weight)
 
@@ -281,13 +274,7 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
     if reduction and weight is None and x.__class__ is _ndarray and x.ndim == 2 and target.__class__ is _ndarray \
             and total_weight == target.shape[0]:  # the usual call: every row picks (_picked's first case)
         picked = x[_rows(target.shape[0]), target]
-        if picked.dtype.kind == "f" and picked.dtype.itemsize >= 4 and picked.shape[0] <= 16777216:
-            # torch's sum (its order of additions), then -(s / w) in Python floats, rounded to the dtype
-            # once: for float32 the double quotient of two float32 values (w, the count of rows, is
-            # exact in float32), rounded to float32, is float32's own correctly rounded quotient (a
-            # double holds more than twice float32's digits): the bits of torch's division
-            total = -float(_cascade_sum(picked)) or 0.0  # (a zero sum: +0.0, as torch's)
-            return _np.array(total / total_weight if reduction == 1 else total, picked.dtype)
+        rows = None  # (all of them, in order)
     else:
         key, cols = _picked(xp, x.ndim, target, ignore_index, weight, total_weight)
         picked = x[key]
@@ -299,10 +286,15 @@ def _nll_forward(xp, x, target, weight, total_weight, ignore_index, reduction):
             out = xp.zeros(target.shape, dtype=x.dtype)
             out[key[:1] + key[2:]] = -picked
             return out
-    if x.ndim == 2 and picked.__class__ is _ndarray and picked.dtype.kind == "f" and picked.dtype.itemsize >= 4:
-        # weights or ignored rows: torch's cascade over the rows kept (key[0]), as the usual call's;
-        # the total weight (the caller's) is torch's own sum of the weights, a value of the dtype
-        total = -float(_cascade_sum(picked, key[0])) or 0.0
+        rows = key[0]
+    if x.ndim == 2 and picked.__class__ is _ndarray and picked.dtype.kind == "f" and picked.dtype.itemsize >= 4 \
+            and (weight is not None or total_weight <= 16777216):
+        # torch's sum (its order of additions over the rows kept), then -(s / w) in Python floats,
+        # rounded to the dtype once: for float32 the double quotient of two float32 values (w, a
+        # count of rows exact in float32 up to 2**24, or torch's own float32 sum of the weights),
+        # rounded to float32, is float32's own correctly rounded quotient (a double holds more than
+        # twice float32's digits): the bits of torch's division
+        total = -float(_cascade_sum(picked, rows)) or 0.0  # (a zero sum: +0.0, as torch's)
         if reduction == 1:
             if total_weight:
                 total = total / total_weight
@@ -525,7 +517,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     else:
         total = float(host_w[valid].astype(host_w.dtype).sum())
     node = NllLoss2DBackward0 if input.ndim == 4 else NllLossBackward0
-    return _keeping(apply(node, (input,), (target._data, w, total, ignore_index, code)), target, weight)
+    return guard_attrs(apply(node, (input,), (target._data, w, total, ignore_index, code)), target, weight)
 
 
 formula_helpers(bce_grad=bce_grad, bce_target_grad=bce_target_grad, bce_logits_grad=bce_logits_grad,
@@ -839,22 +831,18 @@ GeluBackwardBackward0 = define_node(
 
 
 def _silu(xp, x):
-    """torch's kernel, x / (1 + exp(-x)), as _sigmoid's (4 ufunc calls; where exp(-x) overflows,
-    silently -0.0, and NaN for -inf, as torch's; float16 in float32, rounded once)."""
+    """torch's kernel, x / (1 + exp(-x)), with _sigmoid's denominator (4 ufunc calls; where exp(-x)
+    overflows, silently -0.0, and NaN for -inf, as torch's; float16 in float32, rounded once)."""
     if x.__class__ is _ndarray and x.ndim:
         if x.dtype is _F16:
             return _silu(xp, x.astype(_F32)).astype(_F16)
         c = _scalars(x, _ONE)
         if c is not None:
-            e = _np.negative(x)
-            if x.size and _least(x) > _EXP_NEG_SAFE[x.dtype]:
-                _exp(e, e)
-                _add(e, c[0], e)
-                return _divide(x, e, e)
-            with _np.errstate(over="ignore", invalid="ignore"):  # -inf / inf: NaN, as torch's
-                _exp(e, e)
-                _add(e, c[0], e)
-                return _divide(x, e, e)
+            d, plain = _pointwise._one_plus_exp_neg(x, c[0])
+            if plain:
+                return _divide(x, d, d)
+            with _np.errstate(invalid="ignore"):  # -inf / inf: NaN, as torch's
+                return _divide(x, d, d)
     return x * _pointwise._sigmoid(xp, x)
 
 

@@ -8,6 +8,7 @@ summed back to their shapes by the node base (``broadcasts=True``).
 from __future__ import annotations
 
 import math as _math
+import operator as _operator
 
 import numpy as _np
 
@@ -200,22 +201,18 @@ def sub(input, other, *, alpha=1):
     return _binary(SubBackward0, input, other, (alpha,), "sub")
 
 
-def _times(xp, a, b):
-    """a * b; a float16 NumPy array times a Python number as torch's kernel (half_by_number)."""
-    if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
-        return _half_by_number(_np.multiply, a, b)
-    return a * b
-
-
-def _over(xp, a, b):
-    """a / b; a float16 NumPy array over a Python number as torch's kernel (half_by_number)."""
-    if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
-        return _half_by_number(_np.true_divide, a, b)
-    return a / b
+def _by_number(ufunc, operator):
+    """A forward ``operator(a, b)``, but a float16 NumPy array and a Python number as torch's kernel
+    computes them (half_by_number: in float32, rounded once)."""
+    def forward(xp, a, b):
+        if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
+            return _half_by_number(ufunc, a, b)
+        return operator(a, b)
+    return forward
 
 
 MulBackward0 = define_node(
-    "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=_times,
+    "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=_by_number(_np.multiply, _operator.mul),
     self="grad * other", other="grad * self")
 MulBackward0.opmath_number = True  # a number saved as ``other`` meets a float16 gradient as torch's kernel
 
@@ -231,7 +228,7 @@ def mul(input, other):
 
 
 DivBackward0 = define_node(
-    "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=_over,
+    "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=_by_number(_np.true_divide, _operator.truediv),
     self="grad / other", other="-grad * ((self / other) / other)")
 DivBackward0.opmath_number = True
 # div with a rounding_mode: a zero gradient (torch's div_tensor_*_backward with a rounding mode)
@@ -363,25 +360,33 @@ _F16, _F32 = _np.dtype(_np.float16), _np.dtype(_np.float32)
 
 def _sigmoid(xp, x):
     """torch's kernel, 1 / (1 + exp(-x)): a float32/float64 NumPy array's in 4 ufunc calls in
-    place; where some exp(-x) overflows (x below ``EXP_NEG_SAFE``: found by the least element)
-    with NumPy's overflow warning off, as torch gives 0 there silently. float16 is computed in
-    float32 and rounded once, as torch's kernel does (its opmath)."""
+    place (``_one_plus_exp_neg``). float16 is computed in float32 and rounded once, as torch's
+    kernel does (its opmath)."""
     if x.__class__ is _ndarray:
         if x.dtype is _F16:
             return _sigmoid(xp, x.astype(_F32)).astype(_F16)
         c = _scalars(x, _ONE)  # 1 as a 0-d array of x's dtype (float32/64, one dim or more), else None
         if c is not None:
-            e = _np.negative(x)
-            if x.size and _least(x) > _EXP_NEG_SAFE[x.dtype]:  # (NaN: not above)
-                _np.exp(e, e)
-            else:
-                with _np.errstate(over="ignore"):
-                    _np.exp(e, e)
-            _np.add(e, c[0], e)
-            return _np.divide(c[0], e, e)
+            d = _one_plus_exp_neg(x, c[0])[0]
+            return _np.divide(c[0], d, d)
         with _np.errstate(over="ignore"):  # a 0-d array
             return 1 / (1 + _np.exp(-x))
     return 1 / (1 + xp.exp(-x))  # another backend's (CuPy's: torch's CUDA kernel is the same formula)
+
+
+def _one_plus_exp_neg(x, one):
+    """``(1 + exp(-x), plain)`` for a float32/float64 NumPy array of one dim or more, a new array
+    (sigmoid's and silu's denominator); ``plain``: every exp(-x) is finite, as its least element
+    shows (x above ``EXP_NEG_SAFE``). Else exp runs with NumPy's overflow warning off: inf there,
+    where torch's kernels give 0 (sigmoid) and -0.0 (silu) silently."""
+    e = _np.negative(x)
+    plain = bool(x.size) and _least(x) > _EXP_NEG_SAFE[x.dtype]  # (NaN: not above)
+    if plain:
+        _np.exp(e, e)
+    else:
+        with _np.errstate(over="ignore"):
+            _np.exp(e, e)
+    return _np.add(e, one, e), plain
 
 
 def _relu(xp, x):

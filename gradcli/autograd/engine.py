@@ -349,10 +349,28 @@ def _dependencies(nodes):
                 else:
                     deps[child] = count + 1
             continue
+        if k == 2:  # two inputs (binary ops): inlined too
+            child = node._n0
+            if child is not None:
+                count = get(child)
+                if count is None:
+                    deps[child] = 1
+                    push(child)
+                else:
+                    deps[child] = count + 1
+            child = node._n1
+            if child is not None:
+                count = get(child)
+                if count is None:
+                    deps[child] = 1
+                    push(child)
+                else:
+                    deps[child] = count + 1
+            continue
         if not k:
             continue
-        children = (node._n0, node._n1) if k == 2 else node._children()
-        if k > 2 and sum(child.__class__ is AccumulateGrad for child in children) > 2:
+        children = node._children()
+        if sum(child.__class__ is AccumulateGrad for child in children) > 2:
             crowded = True
         for child in children:
             if child is not None:
@@ -483,11 +501,15 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
     with a tensor hook (or a leaf's, or a post-accumulate hook) the general walk takes over.
 
     ``stack``: the nodes ready at the start, by sequence number, the next one last (a fan-out of
-    many outputs: each pops off the end); ``heap``: the nodes made ready on the way. A node runs
-    next when it beats both tops (``nxt``: a chain never touches either). Their sequence numbers
-    differ (at most one AccumulateGrad starts in ``stack``, and it runs first), so the merged order
-    is the one priority queue's; between AccumulateGrads made ready by one node (at most two here)
-    the heap gives the same order whatever else it holds.
+    many outputs: each pops off the end); ``heap``: the nodes made ready on the way. A node made
+    ready by a node of one or two inputs waits in ``nxt`` (of two, the one ahead; the other goes
+    to the heap) and runs next unless a top is ahead of it: a chain, or an add whose newer operand
+    runs first and then its leaf, never touches the heap. Sequence numbers differ but for
+    AccumulateGrads (at most one starts in ``stack``, and it runs first; one made ready runs right
+    after the node that readied it, with at most one sibling -- the first of two stays first), so
+    the merged order is the one priority queue's; between the AccumulateGrads a node of three or
+    more inputs makes ready the heap gives the same order whatever else it holds while there are at
+    most two (more: ``crowded``, a heap of everything from the start).
     """
     several = _SEVERAL[0]  # a graph may span devices: each node's math from its gradient's backend
     math_for = _FORMULA_MATH[0]
@@ -552,13 +574,7 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
                 count = deps[child] - 1
                 deps[child] = count
                 if not count:
-                    if nxt is None and not heap and (not stack or child._seq > stack[-1]._seq):
-                        nxt = child
-                    else:
-                        if nxt is not None:
-                            heappush(heap, (-nxt._seq, nxt))
-                            nxt = None
-                        heappush(heap, (-child._seq, child))
+                    nxt = child  # (whether it runs next: below)
         elif k:
             children = (node._n0, node._n1) if k == 2 else node._children()
             for i in range(k):
@@ -585,7 +601,15 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
                 count = deps[child] - 1
                 deps[child] = count
                 if not count:
-                    if nxt is None and not heap and (not stack or child._seq > stack[-1]._seq):
+                    if k == 2:  # the first of the two (or the later one, if it is ahead) waits in nxt
+                        if nxt is None:
+                            nxt = child
+                        elif child._seq > nxt._seq:
+                            heappush(heap, (-nxt._seq, nxt))
+                            nxt = child
+                        else:  # (two leaves: a tie, the first one stays first)
+                            heappush(heap, (-child._seq, child))
+                    elif nxt is None and not heap and (not stack or child._seq > stack[-1]._seq):
                         nxt = child
                     else:
                         if nxt is not None:
@@ -594,7 +618,12 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
                         heappush(heap, (-child._seq, child))
             grads = children = None
         if nxt is not None:
-            node = nxt
+            seq = nxt._seq
+            if heap and -heap[0][0] > seq or stack and stack[-1]._seq > seq:  # something ready is ahead
+                heappush(heap, (-seq, nxt))
+                node = spop() if stack and stack[-1]._seq > -heap[0][0] else heappop(heap)[1]
+            else:
+                node = nxt
             nxt = None
         elif heap:
             node = spop() if stack and stack[-1]._seq > -heap[0][0] else heappop(heap)[1]

@@ -153,10 +153,14 @@ class Evaluator(Statements):
         self.builtins["print"] = _weakly(self._print)
         self.printed_chars = 0
         self.observers = list(observers)
-        call = _weakly(self._invoke)
-        for observer in reversed(self.observers):
-            call = partial(observer.on_call, call_next=call)
-        self._call = call  # the first observer's on_call, ..., then the call itself
+        call = None
+        if self.observers:
+            call = _weakly(self._invoke)
+            for observer in reversed(self.observers):
+                call = partial(observer.on_call, call_next=call)
+        # the first observer's on_call, ..., then the call itself; None: no observer, the call is
+        # self._invoke (a bound method made at each call: one kept would be a reference cycle)
+        self._call = call
         self._codes: dict = {}  # expression node -> its code, for those that run again (loops, functions)
         self._hot = False  # whether the statement running now is in a loop or a function
 
@@ -750,7 +754,8 @@ class Evaluator(Statements):
                 raise GradTypeError(f"{name}() got an unexpected keyword argument 'out'")
             if fn is None:
                 fn = sandbox.method(obj, name)
-            return self._call(fn, args, kwargs, n)  # the object is the first argument
+            call = self._call  # the object is the first argument
+            return (self._invoke if call is None else call)(fn, args, kwargs, n)
         if func.__class__ is Name:
             name = func.id
             if name in scope or name in self.env:
@@ -759,7 +764,8 @@ class Evaluator(Statements):
             fn = self.builtins.get(name)
             if fn is None:
                 raise GradNameError(f"unknown function '{name}'{suggest(name, self.builtins)}")
-            return self._call(fn, args, kwargs, n)
+            call = self._call
+            return (self._invoke if call is None else call)(fn, args, kwargs, n)
         return self._call_value(args[0], args[1:], kwargs, n)
 
     def _call_value(self, target, args, kwargs, n):
@@ -767,7 +773,8 @@ class Evaluator(Statements):
         if target.__class__ is UserFunction:
             return _Pending(target, args, kwargs)
         if target.__class__ is BuiltinRef:
-            return self._call(target.fn, args, kwargs, n)
+            call = self._call
+            return (self._invoke if call is None else call)(target.fn, args, kwargs, n)
         raise GradTypeError(f"'{type_name(target)}' object is not callable")
 
     def _invoke(self, fn, args, kwargs, node):
@@ -958,7 +965,7 @@ _EXPRESSIONS = {
     IfExp: (lambda n: (n.test,), lambda ev, n, args, scope: _Push(n.body if truth(args[0]) else n.orelse)),
     FString: (_fstring_children, _fstring),
     Attribute: (lambda n: (n.value,), lambda ev, n, args, scope: sandbox.attribute(args[0], n.attr)),
-    Call: (_call_children, lambda ev, n, args, scope: ev._eval_call(n, args, scope)),
+    Call: (_call_children, Evaluator._eval_call),
     Subscript: (lambda n: (n.value, *n.index), lambda ev, n, args, scope: subscript(args[0], args[1:])),
     Slice: (lambda n: (n.start, n.stop, n.step), lambda ev, n, args, scope: slice(*args)),
     ListExpr: (lambda n: tuple(n.items), lambda ev, n, args, scope: list(args)),

@@ -79,7 +79,8 @@ class Statements:
             current = self._at(subscript, target, obj, index)  # x[i] += v: Python's x[i] = x[i].__iadd__(v)
         value = yield from self._eval_gen(stmt.value, local)
         if isinstance(current, Tensor) and stmt.op in INPLACE_OPERATORS:  # in place, as torch: w.data -= g
-            self._call(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
+            call = self._call
+            (self._invoke if call is None else call)(INPLACE_OPERATORS[stmt.op], (current, value), {}, stmt)
             result = current
         else:
             result = self._at(binary_op, stmt, stmt.op, current, value)

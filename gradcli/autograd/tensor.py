@@ -32,6 +32,18 @@ _SIZES: dict = {}  # shape tuple -> its torch.Size (Tensor.shape)
 _views = None  # gradcli.autograd.views (which imports this module), once first needed
 
 
+_AccumulateGrad = None  # gradcli.autograd.node.AccumulateGrad, once first needed (node imports this module)
+
+
+def _import_accumulate_grad():
+    """AccumulateGrad, imported on first use and kept: a leaf whose graph was freed (each step of a
+    training loop) makes a new one, and an import statement there cost ~1 us a leaf."""
+    global _AccumulateGrad
+    from .node import AccumulateGrad
+    _AccumulateGrad = AccumulateGrad
+    return AccumulateGrad
+
+
 def _import_views():
     """The views module, imported on first use and kept: an import statement in a method costs
     ~0.7 us a call, and in-place ops check their input's views on every call."""
@@ -260,8 +272,7 @@ class Tensor:
         ref = self._acc
         acc = ref() if ref is not None else None
         if acc is None:
-            from .node import AccumulateGrad
-            acc = AccumulateGrad(self)
+            acc = (_AccumulateGrad or _import_accumulate_grad())(self)
             self._acc = weakref.ref(acc)
         return acc
 

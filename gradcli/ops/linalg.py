@@ -11,7 +11,7 @@ from ..autograd.tensor import Tensor
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node
-from .pointwise import _TYPE_META, MulBackward0
+from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast
 from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
 
@@ -241,7 +241,6 @@ def _batched(input, other):
     """torch's batched matmul: both operands expanded to the broadcast batch and folded into one bmm
     (a vector on the right as a column), or, for 3-d operands whose batch of 1 requires grad, that
     batch squeezed away first (torch's shortcut for the gradient's sake)."""
-    from .pointwise import _broadcast_shapes, _check_broadcast
     da, db = input._data, other._data
     a, b = da.ndim, db.ndim
     n, m1, batch1 = (da.shape[-2] if a > 1 else 1), da.shape[-1], da.shape[:max(a - 2, 0)]

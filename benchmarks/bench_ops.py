@@ -56,7 +56,8 @@ def environment(lib):
         "row": leaf([0.75, 1.25]),
         "m": leaf([[0.5, 1.0, 1.5], [1.1, 0.9, 0.7]]),
         "v": leaf([0.6, 1.2]),
-        "h": leaf([[0.45, -0.3], [0.2, 0.8]]),  # inside (-1, 1): asin, acos
+        "h": leaf([[0.45, -0.3], [0.2, 0.8]]),  # inside (-1, 1): asin, acos, atanh
+        "u": leaf([[1.1, 1.6], [1.3, 1.9]]),  # above 1: acosh
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
         "mask": lib.tensor([[True, False], [False, True]]),
@@ -184,6 +185,16 @@ RECIPES = {
     "nll_loss": [("F.nll_loss(x, labels)", lambda L, e: _F(L).nll_loss(e["x"], e["labels"]))],
     "cross_entropy": [("F.cross_entropy(x, labels)", lambda L, e: _F(L).cross_entropy(e["x"], e["labels"]))],
     "asin": [("asin(h)", lambda L, e: L.asin(e["h"]))],
+    "acosh": [("acosh(u)", lambda L, e: L.acosh(e["u"]))],
+    "atanh": [("atanh(h)", lambda L, e: L.atanh(e["h"]))],
+    "logaddexp": [("logaddexp(x, y)", lambda L, e: L.logaddexp(e["x"], e["y"])),
+                  ("logaddexp(x, row)", lambda L, e: L.logaddexp(e["x"], e["row"]))],
+    "logaddexp2": [("logaddexp2(x, y)", lambda L, e: L.logaddexp2(e["x"], e["y"]))],
+    "xlogy": [("xlogy(x, y)", lambda L, e: L.xlogy(e["x"], e["y"])), ("xlogy(x, 2)", lambda L, e: L.xlogy(e["x"], 2))],
+    "xlogy_": [("x * 1 then xlogy_(y)", lambda L, e: (e["x"] * 1).xlogy_(e["y"]))],
+    "trace": [("x.trace()", lambda L, e: e["x"].trace())],
+    "movedim": [("movedim(b3, 0, 2)", lambda L, e: L.movedim(e["b3"], 0, 2))],
+    "ravel": [("x.t().ravel()", lambda L, e: e["x"].t().ravel())],
     "acos": [("acos(h)", lambda L, e: L.acos(e["h"]))],
     "asin_": [("h * 1 then asin_()", lambda L, e: (e["h"] * 1).asin_())],
     "acos_": [("h * 1 then acos_()", lambda L, e: (e["h"] * 1).acos_())],
@@ -289,6 +300,8 @@ def cases_of(info) -> list | None:
     """The calls that measure one op, or None when the table says nothing can be measured."""
     if info.name in RECIPES:
         return RECIPES[info.name]
+    if info.alias_of is not None:  # torch's other spelling (multiply, arcsin): measured under the op's name
+        return None
     if not info.differentiable or info.category in _SKIPPED_CATEGORIES:
         return None
     if info.operator and info.operator.startswith("a ") and info.arity == 2 \

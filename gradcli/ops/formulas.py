@@ -16,7 +16,7 @@ from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
 from ..backend.numpy_fast import accumulate as _accumulate, along_axis_flat as _along_axis_flat
 from ..backend.rows import by_rows
 from ..limits import check_flops
-from .pointwise import _is_kind, _sigmoid, divide_rounded as _divide_rounded
+from .pointwise import _is_kind, _sigmoid, divide_rounded as _divide_rounded, xlogy_forward as _xlogy
 
 _ndarray = type(_NUMPY.xp.empty(0))  # NumPy arrays: where ArrayMath.mul_ may work in place
 _ADD_UFUNC, _MULTIPLY = _NUMPY.xp.add, _NUMPY.xp.multiply
@@ -185,6 +185,7 @@ class ArrayMath:
     def sinh(self, x): return self.xp.sinh(x)
     def cosh(self, x): return self.xp.cosh(x)
     def div_rounded(self, a, b, mode): return _divide_rounded(self.xp, a, b, mode)
+    def xlogy(self, a, b): return _xlogy(self.xp, a, b)
 
     def where(self, cond, a, b):
         xp = self.xp
@@ -425,6 +426,7 @@ class TensorMath:
     def sinh(self, x): return self.ops.sinh(x)
     def cosh(self, x): return self.ops.cosh(x)
     def div_rounded(self, a, b, mode): return self.ops.div(a, b, rounding_mode=mode)  # DivBackward2, as torch
+    def xlogy(self, a, b): return self.ops.xlogy(self._t(a), b)
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
     def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
     def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)

@@ -23,7 +23,9 @@ from ..errors import AutogradError, DeviceError, GradTypeError, RuntimeTypeError
 TORCH_FUNCTIONS = frozenset(
     "relu_ exp_ log_ sigmoid_ tanh_ sin_ cos_ sqrt_ abs_ neg_ clamp_ clamp_min_ clamp_max_ clip_ "
     "square_ reciprocal_ log1p_ tan_ rsqrt_".split()
-    + "exp2_ log2_ log10_ sinh_ cosh_ asin_ acos_ atan_ erf_ floor_ ceil_ trunc_ round_ frac_".split())
+    + "exp2_ log2_ log10_ sinh_ cosh_ asin_ acos_ atan_ erf_ floor_ ceil_ trunc_ round_ frac_".split()
+    + "asinh_ acosh_ atanh_ expm1_ erfc_ deg2rad_ rad2deg_ xlogy_ arcsin_ arccos_ arctan_ arcsinh_ arccosh_ "
+      "arctanh_ negative_ fix_".split())
 
 
 def inplace_variant(outplace, name: str):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as _np
 
-from ..errors import GradTypeError, RuntimeTypeError, ShapeError
+from ..errors import GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1, apply2, apply3
 from ..autograd.tensor import Tensor
 from .registry import op
 from ..limits import check_flops, check_numel
-from ..autograd.node import define_node
+from ..autograd.node import define_node, formula_helpers
 from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast
 from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
@@ -95,6 +95,65 @@ def mv(input, vec):
     if da.dtype != dv.dtype:
         _same_dtype(input, vec, "mv")
     return apply2(MvBackward0, input, vec, da, dv)
+
+
+def _trace(xp, x):
+    """The diagonal's sum as torch's trace_cpu adds it: in order, float32 in double and float16 in
+    float (its acc_type), rounded once; integers to int64."""
+    d = x.diagonal() if hasattr(x, "diagonal") else xp.linalg.diagonal(x)
+    if x.__class__ is _np.ndarray:
+        kind = x.dtype
+        if kind.kind != "f":
+            return _np.array(d.sum(dtype=_np.int64))
+        wide = _np.float64 if kind.itemsize >= 4 else _np.float32
+        total = _np.add.accumulate(d.astype(wide))[-1] if d.size else wide(0)
+        return _np.array(total, dtype=kind)
+    return xp.sum(d, dtype=None if _is_float(xp, d) else xp.int64)
+
+
+def _is_float(xp, a):
+    kind = getattr(a.dtype, "kind", None)
+    return kind == "f" if kind is not None else xp.isdtype(a.dtype, "real floating")
+
+
+def trace_grad(F, grad, sizes):
+    """trace_backward as torch's: zeros of the matrix's size, the gradient at every (columns + 1)-th
+    element (the main diagonal, flat), viewed as the matrix."""
+    rows, cols = sizes
+    count = min(rows, cols)
+    flat = F.embed(F.expand(F.reshape(grad, (1,)), (count,)), (rows * cols,), _flat_diagonal(count, cols), False)
+    return F.reshape(flat, tuple(sizes))
+
+
+def _flat_diagonal(count, cols):
+    key = (count, cols)
+    found = _FLAT_DIAGONALS.get(key)
+    if found is None:
+        if len(_FLAT_DIAGONALS) >= 256:
+            _FLAT_DIAGONALS.clear()
+        index = _np.arange(0, count * (cols + 1), cols + 1)
+        index.flags.writeable = False
+        found = _FLAT_DIAGONALS[key] = (index,)
+    return found
+
+
+_FLAT_DIAGONALS: dict = {}
+
+
+formula_helpers(trace_grad=trace_grad)
+TraceBackward0 = define_node("TraceBackward0", forward=_trace, self="trace_grad(F, grad, self_sizes)")
+
+
+@op(TraceBackward0, category="linalg")
+def trace(input):
+    """The sum of a matrix's main diagonal (integers: int64)."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"trace(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.ndim != 2:
+        raise ShapeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype.name == "bool":
+        raise KernelTypeError('"trace" not implemented for \'Bool\'')
+    return apply1(TraceBackward0, input, input._data)
 
 
 @op(DotBackward0, category="linalg")

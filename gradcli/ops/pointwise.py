@@ -17,13 +17,13 @@ from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number a
     scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
-from .registry import BROADCASTS as _BROADCASTS, as_tensor_arg, op
+from .registry import BROADCASTS as _BROADCASTS, FUNCTIONS, alias as _alias, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import rebase, writable
-from .inplace import scalar_type as _scalar_type
+from .inplace import inplace_variant, scalar_type as _scalar_type
 
 _SCALARS = (int, float, bool)
 _NDARRAY = _np.ndarray
@@ -490,6 +490,43 @@ def _erf_series(xp, x):
     return out if dtype == xp.float64 else xp.astype(out, dtype)
 
 
+def _erfc(xp, x):
+    """erfc as ``_erf``: on a NumPy array the C library's (``math.erfc``, element by element); CUDA's
+    own; elsewhere from ``_erf``'s two parts in float64, rounded once: 1 - erf(x) below |x| = 2.5,
+    the continued fraction above (2 minus it for negative x), where 1 - erf would cancel."""
+    if x.__class__ is _ndarray:
+        erfc = _math.erfc
+        out = _np.array([erfc(v) for v in x.ravel().tolist()], dtype=_np.float64).reshape(x.shape)
+        return out if x.dtype == _np.float64 else out.astype(x.dtype)
+    special = _cuda_special(xp)
+    if special is not None:
+        return special.erfc(x)
+    dtype = x.dtype
+    x64 = x if dtype == xp.float64 else xp.astype(x, xp.float64)
+    a = xp.abs(x64)
+    far = xp.clip(a, _ERF_SPLIT, 27.0)  # erfc is 0 in float64 from 27 on
+    fraction = far
+    for n in range(40, 0, -1):
+        fraction = far + (n / 2) / fraction
+    tail = xp.exp(-far * far) / (_math.sqrt(_math.pi) * fraction)
+    tail = xp.where(a > 27.0, xp.zeros_like(tail), tail)
+    out = xp.where(a > _ERF_SPLIT, xp.where(x64 < 0, 2 - tail, tail), 1 - _erf_series(xp, x64))
+    return out if dtype == xp.float64 else xp.astype(out, dtype)
+
+
+def _scaled(xp, x, c):
+    """``x * c`` for a Python float ``c``, as torch's kernel with a wrapped number: in the array's
+    dtype, float16 in float32 rounded once (half_by_number)."""
+    if x.__class__ is _ndarray and x.dtype is _F16:
+        return _half_by_number(_np.multiply, x, c)
+    return x * c
+
+
+def scaled(F, grad, c):
+    """A formula's ``grad * c`` (deg2rad_backward), with torch's float16 arithmetic on arrays."""
+    return grad * c if F.differentiable else _scaled(F.xp, grad, c)
+
+
 def _integers_kept(fn):
     """The forward of a rounding op: ``fn`` on floats, integers returned as they are (a copy), as torch."""
     return lambda xp, x: fn(xp, x) if _is_kind(xp, x, "f") else xp.asarray(x, copy=True)
@@ -505,8 +542,51 @@ cosh = _unary("cosh", "CoshBackward0", lambda xp, x: xp.cosh(x), "F.mul_(F.sinh(
 asin = _unary("asin", "AsinBackward0", lambda xp, x: xp.asin(x), "grad * F.rsqrt(-self * self + 1)", "Arcsine.")
 acos = _unary("acos", "AcosBackward0", lambda xp, x: xp.acos(x), "grad * -F.rsqrt(-self * self + 1)", "Arccosine.")
 atan = _unary("atan", "AtanBackward0", lambda xp, x: xp.atan(x), "grad / (self * self + 1)", "Arctangent.")
+# derivatives.yaml's formulas, operation for operation
+asinh = _unary("asinh", "AsinhBackward0", lambda xp, x: xp.asinh(x), "grad * F.rsqrt(self ** 2 + 1)",
+               "Inverse hyperbolic sine.", inplace=False)
+acosh = _unary("acosh", "AcoshBackward0", lambda xp, x: xp.acosh(x), "grad * F.rsqrt(self ** 2 - 1)",
+               "Inverse hyperbolic cosine (NaN below 1).", inplace=False)
+atanh = _unary("atanh", "AtanhBackward0", lambda xp, x: xp.atanh(x), "grad * 1 / (1 - self ** 2)",
+               "Inverse hyperbolic tangent (+-inf at +-1, NaN beyond).", inplace=False)
+
+
+def _inplace_not_implemented(outplace, grad_fn):
+    """``<name>_`` for an op whose in-place form torch records as ``grad_fn`` (AsinhBackward1) with no
+    derivative: the result is written in place, and a backward through it fails with torch's
+    message (derivatives.yaml's not_implemented("inplace version of asinh"))."""
+    name = outplace.__name__
+    cls = define_node(grad_fn, forward=FUNCTIONS[name].nodes[0].forward,
+                      self=f"not_implemented_inplace('{name}')")
+
+    def recorded(input):
+        input, data = _unary_input(name, input, False, None)
+        return apply1(cls, input, data)
+    recorded.__name__ = name
+    op(cls, category="in-place", name=name + "_", namespaces=("torch",), differentiable=False)(
+        inplace_variant(recorded, name + "_"))
+    return FUNCTIONS[name + "_"].fn
+
+
+def not_implemented_inplace(name):
+    raise AutogradError(f"the derivative for 'inplace version of {name}' is not implemented.")
+
+
+asinh_ = _inplace_not_implemented(asinh, "AsinhBackward1")
+acosh_ = _inplace_not_implemented(acosh, "AcoshBackward1")
+atanh_ = _inplace_not_implemented(atanh, "AtanhBackward1")
+expm1 = _unary("expm1", "Expm1Backward0", lambda xp, x: xp.expm1(x), "grad * (result + 1)",
+               "e**x - 1, accurate for small x.")
 # torch's 2.0 / sqrt(M_PI) * exp(-(self.pow(2))) * grad, with its operand order (MulBackward1, then MulBackward0)
 erf = _unary("erf", "ErfBackward0", _erf, "1.1283791670955126 * F.exp(-(self ** 2)) * grad", "The error function.")
+erfc = _unary("erfc", "ErfcBackward0", _erfc, "-1.1283791670955126 * F.exp(-(self ** 2)) * grad",
+              "The complementary error function 1 - erf(x), accurate where erf(x) is near 1.")
+# torch's M_PI_180 and M_180_PI: the tensor times the constant (deg2rad_backward: the gradient times it)
+_PI_180, _180_PI = 0.017453292519943295, 57.29577951308232
+deg2rad = _unary("deg2rad", "Deg2RadBackward0", lambda xp, x: _scaled(xp, x, _PI_180), "scaled(F, grad, 0.017453292519943295)",
+                 "Degrees to radians: x * pi / 180.")
+rad2deg = _unary("rad2deg", "Rad2DegBackward0", lambda xp, x: _scaled(xp, x, _180_PI), "scaled(F, grad, 57.29577951308232)",
+                 "Radians to degrees: x * 180 / pi.")
 # Rounding: a zero gradient; integers keep their dtype and values, bool has no kernel (torch's message)
 floor = _unary("floor", "FloorBackward0", _integers_kept(lambda xp, x: xp.floor(x)), "F.zeros_like(grad)",
                "Round down to an integer value.", keep_int=True, kernel="floor_vml_cpu")
@@ -757,6 +837,135 @@ def hypot(input, other):
     return _binary(HypotBackward0, input, other, (), "hypot")
 
 
+def _logaddexp(xp, a, b):
+    """log(exp(a) + exp(b)): NumPy's ufunc, torch's kernel's operations (the larger plus
+    log1p(exp(-|a - b|)); equal infinities as they are)."""
+    return xp.logaddexp(a, b)
+
+
+def _logaddexp2(xp, a, b):
+    """log2(2**a + 2**b), as ``_logaddexp`` (CuPy and NumPy have it; else from logaddexp)."""
+    fn = getattr(xp, "logaddexp2", None)
+    return fn(a, b) if fn is not None else xp.logaddexp(a * _LN2, b * _LN2) / _LN2
+
+
+_LN2 = 0.6931471805599453
+LogaddexpBackward0 = define_node(
+    "LogaddexpBackward0", inputs=("self", "other"), broadcasts=True, forward=_logaddexp,
+    self="grad / (1 + F.exp(other - self))", other="grad / (1 + F.exp(self - other))")
+Logaddexp2Backward0 = define_node(
+    "Logaddexp2Backward0", inputs=("self", "other"), broadcasts=True, forward=_logaddexp2,
+    self="grad / (1 + 2 ** (other - self))", other="grad / (1 + 2 ** (self - other))")
+
+
+def _logaddexp_op(name, cls, input, other):
+    _tensor_arguments(name, input, other)
+    kind = _dt.result_type((input, other))
+    if _dt.DTYPES[kind].category < 2:
+        raise KernelTypeError(f'"{name}_cpu" not implemented for \'{_scalar_type(_dt.DTYPES[kind])}\'')
+    return _binary(cls, input, other, (), name)
+
+
+@op(LogaddexpBackward0)
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)), computed without overflow, broadcasting (floats only)."""
+    return _logaddexp_op("logaddexp", LogaddexpBackward0, input, other)
+
+
+@op(Logaddexp2Backward0)
+def logaddexp2(input, other):
+    """log2(2 ** input + 2 ** other), computed without overflow, broadcasting (floats only)."""
+    return _logaddexp_op("logaddexp2", Logaddexp2Backward0, input, other)
+
+
+def xlogy_forward(xp, x, y):
+    """torch's kernel: NaN where y is NaN, else 0 where x is 0, else x * log(y) (log(0) is -inf, log
+    of a negative NaN: silently), in the dtype of the tensor operand (a number is cast to it). On
+    NumPy the usual case -- every y above 0, no x zero, as the least y and ``all`` show -- is just
+    log and a product."""
+    if not hasattr(x, "dtype"):
+        x = xp.asarray(x, dtype=y.dtype)
+    if y.__class__ is _ndarray or y.__class__ is float or y.__class__ is int:
+        if x.__class__ is _ndarray:
+            return _xlogy_numpy(x, y)
+    if not hasattr(y, "dtype"):
+        y = xp.asarray(y, dtype=x.dtype)
+    out = xp.where(x == 0, xp.zeros_like(x * y), x * xp.log(y))
+    return xp.where(xp.isnan(y), y, out)
+
+
+def _xlogy_numpy(x, y):
+    if y.__class__ is not _ndarray:  # a number: its log in the tensor's dtype (torch casts it first)
+        y = x.dtype.type(y)
+        if y > 0:
+            out = _np.multiply(x, _np.log(y))
+            return out if x.all() else _np.where(x == 0, _ZERO[out.dtype], out)
+        y = _np.asarray(y)
+    if y.size and _least(y) > 0:  # (NaN: not above 0)
+        out = _np.multiply(x, _np.log(y))
+        if x.all():
+            return out
+    else:
+        with _np.errstate(divide="ignore", invalid="ignore"):
+            out = _np.multiply(x, _np.log(y))
+    out = _np.where(x == 0, _ZERO[out.dtype], out)
+    return _np.where(_np.isnan(y), y, out) if y.dtype.kind == "f" else out
+
+
+_ZERO = {_np.dtype(t): _np.zeros((), t) for t in ("float16", "float32", "float64")}
+
+
+# derivatives.yaml's: at x = 0, y <= 0 the gradient is 0 (the derivative along x = 0), else xlogy(grad, y)
+XlogyBackward0 = define_node(
+    "XlogyBackward0", inputs=("self", "other"), broadcasts=True, forward=xlogy_forward,
+    self="F.masked_fill(F.xlogy(grad, other), F.logical_and(self == 0, other <= 0), 0)",
+    other="grad * self / other")
+XlogyBackward1 = define_node(  # a number as ``self``
+    "XlogyBackward1", inputs=("other",), attrs=("self",), forward=lambda xp, y, x: xlogy_forward(xp, x, y),
+    other="grad * self / other")
+XlogyBackward2 = define_node(  # a number as ``other``
+    "XlogyBackward2", attrs=("other",), forward=xlogy_forward,
+    self="F.xlogy(grad, other) if other > 0 else F.masked_fill(F.xlogy(grad, other), self == 0, 0)")
+
+
+@op(XlogyBackward0, XlogyBackward1, XlogyBackward2, inplace=True)
+def xlogy(input, other):
+    """input * log(other), 0 where input is 0 (unless other is NaN), broadcasting; either side may
+    be a number; integers give the default float."""
+    if input.__class__ is Tensor:
+        data = input._data
+        if data.__class__ is _ndarray and data.dtype.kind == "f":  # the usual calls: nothing to cast
+            if other.__class__ is Tensor:
+                db = other._data
+                if db.dtype == data.dtype and (db.shape == data.shape or
+                                               _BROADCASTS.get((data.shape, db.shape)) in (data.shape, db.shape)):
+                    return apply2(XlogyBackward0, input, other, data, db)
+            elif other.__class__ is float or other.__class__ is int:
+                return apply1(XlogyBackward2, input, data, (other,))
+    if input.__class__ is not Tensor:
+        if other.__class__ is not Tensor or not isinstance(input, _SCALARS):
+            raise GradTypeError(f"xlogy(): argument 'input' must be Tensor or Number, not {type(input).__name__}")
+        other = _float_operand(other, input)
+        return apply(XlogyBackward1, (other,), (input,))
+    if other.__class__ is not Tensor:
+        if not isinstance(other, _SCALARS):
+            raise GradTypeError(f"xlogy(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+        return apply(XlogyBackward2, (_float_operand(input, other),), (other,))
+    arrays = _operands(input, other, "xlogy")
+    if not _dt.DTYPES[_dt.result_type((input, other))].is_floating_point:  # integers, bool: the default float
+        dt, xp = input._backend.dtype(_dt.DEFAULTS.float.name), input._backend.xp
+        arrays = [xp.astype(a, dt) for a in (arrays or (input._data, other._data))]
+    return apply(XlogyBackward0, (input, other), (), arrays)
+
+
+def _float_operand(t, number):
+    """``t`` in the dtype that ``t`` and the number promote to, made floating (the default float)."""
+    kind = _dt.result_type((t, number))
+    if _dt.DTYPES[kind].category < 2:
+        kind = _dt.DEFAULTS.float
+    return t if t.dtype.name == kind else t.to(kind)
+
+
 def _fmod(xp, a, b):
     """C's fmod: the remainder of the truncated division, with the dividend's sign, exact. The
     array API has only Python's remainder (the divisor's sign): fmod is then that of |a| and |b|,
@@ -796,7 +1005,8 @@ def not_implemented(aten):
     raise AutogradError(f"derivative for {aten} is not implemented")
 
 
-formula_helpers(atan2_reciprocal=atan2_reciprocal, not_implemented=not_implemented)
+formula_helpers(atan2_reciprocal=atan2_reciprocal, not_implemented=not_implemented, scaled=scaled,
+                not_implemented_inplace=not_implemented_inplace)
 
 
 def _not_implemented(aten, inputs, forward, attrs=()):
@@ -1271,3 +1481,17 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2, broadcasting (true division; two integer tensors are refused)."""
     return _addc("addcdiv", AddcdivBackward0, input, tensor1, tensor2, value)
+
+
+# -- torch's other spellings -------------------------------------------------------------------
+
+for _name, _target in (("arcsin", asin), ("arccos", acos), ("arctan", atan), ("arctan2", atan2), ("negative", neg),
+                       ("absolute", abs), ("fix", trunc), ("multiply", mul), ("subtract", sub), ("divide", div),
+                       ("true_divide", div)):
+    _alias(_name, _target, inplace=True)
+for _name, _target in (("arcsinh", asinh), ("arccosh", acosh), ("arctanh", atanh)):
+    _alias(_name, _target)
+    _alias(_name + "_", FUNCTIONS[_target.__name__ + "_"].fn)
+for _name, _target in (("greater", gt), ("greater_equal", ge), ("less", lt), ("less_equal", le), ("not_equal", ne)):
+    _alias(_name, _target)
+del _name, _target

@@ -30,7 +30,7 @@ from ..backend.numpy_fast import number_array
 from ..autograd.function import record2, record_number
 from ..autograd.grad_mode import STATE as _GRAD_STATE
 from ..autograd.tensor import Tensor
-from ..errors import GradTypeError
+from ..errors import GradcliError, GradTypeError
 
 # How each spelling of an operator reaches Python's data model. A binary operator's reflected
 # form (``2 * a``) is ``__r<name>__``; the in-place ones are ``__i<name>__``.
@@ -49,7 +49,8 @@ _ARRAY_OPERATORS = {"a + b": _operator.add, "a - b": _operator.sub, "a * b": _op
 class Op:
     """One user-facing function: what ``gradcli ops`` prints and the interpreter allows."""
 
-    __slots__ = ("name", "fn", "method", "nodes", "doc", "differentiable", "category", "operator", "namespaces")
+    __slots__ = ("name", "fn", "method", "nodes", "doc", "differentiable", "category", "operator", "namespaces",
+                 "alias_of")
 
     def __init__(self, name, fn, method, nodes, doc, differentiable, category, operator, namespaces=("torch",)):
         self.name = name
@@ -61,6 +62,7 @@ class Op:
         self.category = category
         self.operator = operator        # its spelling as an operator ("a + b"), or None
         self.namespaces = namespaces    # the modules a program reaches it in ("torch": also a bare name)
+        self.alias_of = None            # torch's other spelling of this op: that op's name (see ``alias``)
 
     @property
     def grad_fns(self) -> tuple:
@@ -157,6 +159,33 @@ def _register_inplace(fn, fname: str, inplace, differentiable: bool = True) -> N
     op(operator=inplace if isinstance(inplace, str) else None, category="in-place", name=iname,
        namespaces=("torch",) if iname in TORCH_FUNCTIONS else (), differentiable=differentiable)(
         inplace_variant(fn, iname))
+
+
+def alias(name: str, target, *, inplace: bool = False, method: bool = True, namespaces: tuple | None = None):
+    """torch's other spelling of a registered op (``torch.multiply`` for ``mul``, ``x.arcsin()``
+    for ``asin``): the op itself under ``name`` -- its nodes, its checks, its messages -- as a
+    function and a method (``method``), and ``name_`` in place where torch has that too
+    (``inplace``: ``x.multiply_(y)`` records MulBackward0). ``namespaces``: the op's own unless given."""
+    info = BY_FUNCTION[target]
+    own = f"{info.name}("
+
+    @_functools.wraps(target)  # (its signature: inspect follows __wrapped__)
+    def fn(*args, **kwargs):
+        try:
+            return target(*args, **kwargs)
+        except GradcliError as err:  # a message naming the op names the spelling called, as torch's
+            if err.message.startswith(own):
+                err.message = name + err.message[len(info.name):]
+                err.args = (err.message,)
+            raise
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Alias of {info.name}: {info.doc}"
+    fn = op(*info.nodes, method=method, differentiable=info.differentiable, category=info.category,
+            namespaces=info.namespaces if namespaces is None else namespaces, inplace=inplace)(fn)
+    FUNCTIONS[name].alias_of = info.name
+    if inplace:
+        FUNCTIONS[name + "_"].alias_of = info.name + "_"
+    return fn
 
 
 def module_form(module: str, fn) -> None:

@@ -9,7 +9,7 @@ from ..backend import NUMPY, dtypes as _dt
 from ..errors import DimensionError, GradTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from ..autograd.grad_mode import STATE
-from .registry import op
+from .registry import alias, op
 from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd import node as _node
 from ..autograd.node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, define_node
@@ -288,6 +288,62 @@ def permute(input, *dims):
     if len(set(wrapped)) != n:
         raise ShapeError("permute(): duplicate dims are not allowed.")
     return view_of(PermuteBackward0, input, (wrapped,))
+
+
+@op(PermuteBackward0, AliasBackward0, category="shape")
+def movedim(input, source, destination):
+    """Move the dims ``source`` (an int or a sequence) to the places ``destination``, the others
+    keeping their order: torch's permutation (PermuteBackward0; a 0-d tensor: an alias)."""
+    n = input.ndim
+    if source.__class__ is int and destination.__class__ is int and n:  # one dim: taken out, put back
+        s, d = _wrap_dim(source, n), _wrap_dim(destination, n)
+        order = list(range(n))
+        del order[s]
+        order.insert(d, s)
+        return view_of(PermuteBackward0, input, (tuple(order),))
+    src = _dims_arg("movedim", "source", source)
+    dst = _dims_arg("movedim", "destination", destination)
+    if len(src) != len(dst):
+        raise ShapeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
+                         f"the same number of dims as destination ({list(dst)} dims)")
+    src = tuple(_wrap_dim(d, n) for d in src)
+    dst = tuple(_wrap_dim(d, n) for d in dst)
+    for what, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise ShapeError(f"movedim: repeated dim in `{what}` ({list(dims)})")
+    if n == 0:
+        return view_of(AliasBackward0, input)
+    order = [-1] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    order = tuple(next(rest) if o == -1 else o for o in order)
+    return view_of(PermuteBackward0, input, (order,))
+
+
+def _dims_arg(name, arg, value):
+    if value.__class__ is int:
+        return (value,)
+    if isinstance(value, (list, tuple)) and all(v.__class__ is int for v in value):
+        return tuple(value)
+    raise GradTypeError(f"{name}(): argument '{arg}' must be tuple of ints, not {type(value).__name__}")
+
+
+@op(ViewBackward0, CloneBackward0, category="shape")
+def ravel(input):
+    """The elements as one dim, in row-major order: ``contiguous().view(-1)`` (a view where the
+    tensor is contiguous, else a copy: ViewBackward0 of CloneBackward0)."""
+    if not _is_contiguous(input):
+        input = _contiguous(input)
+    elif not _viewable(input, (input.numel(),)):  # a backend without strides (array-api-strict): a copy
+        # nobody else sees, viewed whatever its layout (its reshape may copy again)
+        return view_of(ViewBackward0, apply(CloneBackward0, (input,)), ((input.numel(),),))
+    return view(input, -1)
+
+
+alias("moveaxis", movedim)
+alias("swapaxes", transpose)
+alias("swapdims", transpose)
 
 
 def _T(self):

@@ -1,0 +1,293 @@
+"""torch's functions added after the op table's first round: inverse hyperbolics, expm1, erfc,
+deg2rad/rad2deg, logaddexp/logaddexp2, xlogy (and its number overloads), trace, movedim/moveaxis,
+ravel, and torch's other spellings (arcsin, multiply, swapaxes...): values, gradients, grad_fn
+names and next_functions against torch, in place too, and torch's messages."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gradcli as gc
+from helpers import clean_engine_state  # noqa: F401
+
+torch = pytest.importorskip("torch")
+
+X = [[0.9, 1.2, -0.4], [0.7, 1.4, 2.5]]
+Y = [[0.5, 2.0, 1.5], [1.5, 0.25, 3.0]]
+
+
+def _names(t):
+    fn = t.grad_fn
+    if fn is None:
+        return None
+    nexts = [None if f is None else type(f).__name__ for f, _ in fn.next_functions]
+    return type(fn).__name__, nexts
+
+
+def _run(lib, fn, dtype):
+    dt = getattr(lib, dtype)
+    x = lib.tensor(X, dtype=dt, requires_grad=True)
+    y = lib.tensor(Y, dtype=dt, requires_grad=True)
+    out = fn(lib, x, y)
+    names = _names(out)
+    out.backward(lib.ones_like(out))
+    grads = [None if t.grad is None else np.array(t.grad.tolist()) for t in (x, y)]
+    return np.array(out.detach().tolist()), names, grads
+
+
+CASES = {
+    "asinh": lambda L, x, y: L.asinh(x),
+    "acosh": lambda L, x, y: L.acosh(y + 1),
+    "atanh": lambda L, x, y: L.atanh(x * 0.3),
+    "expm1": lambda L, x, y: L.expm1(x),
+    "erfc": lambda L, x, y: L.erfc(x),
+    "deg2rad": lambda L, x, y: L.deg2rad(x),
+    "rad2deg": lambda L, x, y: x.rad2deg(),
+    "logaddexp": lambda L, x, y: L.logaddexp(x, y),
+    "logaddexp2": lambda L, x, y: L.logaddexp2(x, y[0]),
+    "xlogy": lambda L, x, y: L.xlogy(x, y),
+    "xlogy zero": lambda L, x, y: L.xlogy(x * 0, y),
+    "xlogy number self": lambda L, x, y: L.xlogy(2.5, y),
+    "xlogy number other": lambda L, x, y: L.xlogy(x, 3),
+    "xlogy method": lambda L, x, y: x.xlogy(y[1]),
+    "trace": lambda L, x, y: L.trace(x),
+    "trace method": lambda L, x, y: x.t().trace() * y.trace(),
+    "movedim": lambda L, x, y: L.movedim(x.reshape(1, 2, 3), (0, 1), (2, 0)),
+    "movedim int": lambda L, x, y: x.reshape(1, 2, 3).movedim(-1, 0),
+    "moveaxis": lambda L, x, y: L.moveaxis(x.reshape(1, 2, 3), 0, 2),
+    "ravel": lambda L, x, y: x.ravel(),
+    "ravel transposed": lambda L, x, y: x.t().ravel(),
+    "swapaxes": lambda L, x, y: L.swapaxes(x, 0, 1),
+    "swapdims": lambda L, x, y: x.swapdims(1, 0),
+    "arcsin": lambda L, x, y: L.arcsin(x * 0.5),
+    "arccos": lambda L, x, y: x.mul(0.5).arccos(),
+    "arctan": lambda L, x, y: L.arctan(x),
+    "arcsinh": lambda L, x, y: L.arcsinh(x),
+    "arccosh": lambda L, x, y: L.arccosh(y + 1),
+    "arctanh": lambda L, x, y: L.arctanh(x * 0.3),
+    "arctan2": lambda L, x, y: L.arctan2(x, y),
+    "negative": lambda L, x, y: L.negative(x),
+    "absolute": lambda L, x, y: x.absolute(),
+    "fix": lambda L, x, y: L.fix(x * 2),
+    "multiply": lambda L, x, y: L.multiply(x, y),
+    "multiply number": lambda L, x, y: x.multiply(2),
+    "subtract": lambda L, x, y: L.subtract(x, y, alpha=2),
+    "subtract number": lambda L, x, y: L.subtract(x, 2),
+    "divide": lambda L, x, y: L.divide(x, y),
+    "divide floor": lambda L, x, y: L.divide(x, y, rounding_mode="floor"),
+    "true_divide": lambda L, x, y: x.true_divide(y),
+    # in place, on a result (a leaf that requires grad refuses, as torch)
+    "expm1_": lambda L, x, y: L.expm1_(x * 1),
+    "erfc_": lambda L, x, y: (x * 1).erfc_(),
+    "deg2rad_": lambda L, x, y: (x * 1).deg2rad_(),
+    "xlogy_": lambda L, x, y: (x * 1).xlogy_(y),
+    "arcsin_": lambda L, x, y: (x * 0.5).arcsin_(),
+    "multiply_": lambda L, x, y: (x * 1).multiply_(y),
+    "subtract_": lambda L, x, y: (x * 1).subtract_(y),
+    "divide_": lambda L, x, y: (x * 1).divide_(y),
+    "negative_": lambda L, x, y: L.negative_(x * 1),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_against_torch(name, dtype):
+    ours = _run(gc, CASES[name], dtype)
+    theirs = _run(torch, CASES[name], dtype)
+    rtol = 2e-7 if dtype == "float32" else 1e-15
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=rtol * 4, atol=0)
+    assert ours[1] == theirs[1]
+    for a, b in zip(ours[2], theirs[2]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, rtol=rtol * 8, atol=1e-30)
+
+
+SPECIAL = [math.inf, -math.inf, math.nan, 0.0, -0.0, 1.0, -1.0, 30.0, -30.0, 1e-8, 2.0]
+
+
+@pytest.mark.parametrize("name", ["asinh", "acosh", "atanh", "expm1", "erfc", "deg2rad", "rad2deg"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_unary_special_values_as_torch(name, dtype):
+    ours = getattr(gc, name)(gc.tensor(SPECIAL, dtype=getattr(gc, dtype)))
+    theirs = getattr(torch, name)(torch.tensor(SPECIAL, dtype=getattr(torch, dtype)))
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(np.array(ours.tolist()), theirs.numpy().astype(np.float64),
+                               rtol={"float16": 1e-3, "float32": 2e-7, "float64": 1e-15}[dtype])
+
+
+def test_binary_special_values_as_torch():
+    a = [math.inf, -math.inf, math.nan, 0.0, 1.0, 0.0, 0.0, -2.0, 1e30]
+    b = [math.inf, -math.inf, 1.0, math.nan, 0.0, 0.0, -1.0, 3.0, -1e30]
+    for name in ("logaddexp", "logaddexp2", "xlogy"):
+        ours = getattr(gc, name)(gc.tensor(a), gc.tensor(b))
+        theirs = getattr(torch, name)(torch.tensor(a), torch.tensor(b))
+        np.testing.assert_allclose(np.array(ours.tolist()), theirs.numpy(), rtol=2e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_xlogy_gradients_at_zero_as_torch(dtype):
+    """derivatives.yaml: xlogy(grad, y) where x = 0 too (log y), but 0 where x = 0 and y <= 0; a
+    number y: masked only when it is not above 0."""
+    a = [0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0]
+    b = [2.0, 0.0, -1.0, math.nan, 0.0, -1.0, math.inf]
+    seen = []
+    for lib in (gc, torch):
+        dt = getattr(lib, dtype)
+        x = lib.tensor(a, dtype=dt, requires_grad=True)
+        y = lib.tensor(b, dtype=dt, requires_grad=True)
+        lib.xlogy(x, y).backward(lib.tensor([0.5, 1, 2, 3, 4, 5, 6], dtype=dt))
+        grads = [np.array(x.grad.tolist()), np.array(y.grad.tolist())]
+        for number in (3, 0, -2.5):
+            z = lib.tensor(a, dtype=dt, requires_grad=True)
+            lib.xlogy(z, number).sum().backward()
+            grads.append(np.array(z.grad.tolist()))
+        seen.append(grads)
+    for ours, theirs in zip(*seen):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_integers_give_the_default_float_as_torch():
+    for name in ("asinh", "expm1", "erfc", "deg2rad", "rad2deg"):
+        assert getattr(gc, name)(gc.tensor([1, 2])).dtype.name == "float32"
+    assert gc.xlogy(gc.tensor([1, 0]), gc.tensor([2, 3])).tolist() == pytest.approx(
+        torch.xlogy(torch.tensor([1, 0]), torch.tensor([2, 3])).tolist())
+    assert gc.xlogy(gc.tensor([1, 0]), gc.tensor([2, 3])).dtype.name == "float32"
+    assert gc.trace(gc.tensor([[1, 2], [3, 4]])).dtype.name == "int64"
+    assert gc.trace(gc.tensor([[1, 2], [3, 4]], dtype=gc.int32)).dtype.name == "int64"
+    assert gc.trace(gc.ones(2, 3, dtype=gc.float16)).dtype.name == "float16"
+
+
+def test_trace_adds_in_order_in_double_as_torch():
+    rng = np.random.default_rng(3)
+    for n in (3, 9, 17, 100):
+        values = rng.standard_normal((n, n)).astype(np.float32) * 1000
+        ours = gc.trace(gc.tensor(values.tolist())).item()
+        theirs = torch.trace(torch.tensor(values)).item()
+        assert ours == theirs
+
+
+SECOND = ["asinh", "acosh", "atanh", "expm1", "erfc", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "xlogy",
+          "xlogy zero", "xlogy number self", "xlogy number other", "trace method", "movedim", "ravel transposed"]
+
+
+@pytest.mark.parametrize("name", SECOND)
+def test_second_derivatives_as_torch(name):
+    """create_graph: the gradient's own graph (its grad_fn) and the second derivative, as torch."""
+    results = []
+    for lib in (gc, torch):
+        x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+        y = lib.tensor(Y, dtype=lib.float64, requires_grad=True)
+        out = CASES[name](lib, x, y)
+        first = lib.autograd.grad((out * out).sum(), (x, y), create_graph=True, allow_unused=True)
+        total = sum(g.sum() for g in first if g is not None)
+        total.backward()
+        results.append(([None if g is None else (np.array(g.tolist()), type(g.grad_fn).__name__) for g in first],
+                        [None if t.grad is None else np.array(t.grad.tolist()) for t in (x, y)]))
+    for ours, theirs in zip(results[0][0] + results[0][1], results[1][0] + results[1][1]):
+        assert (ours is None) == (theirs is None)
+        if isinstance(ours, tuple):
+            np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+            assert ours[1] == theirs[1]
+        elif ours is not None:
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-300)
+
+
+def test_second_order_xlogy_and_trace_as_torch():
+    results = []
+    for lib in (gc, torch):
+        x = lib.tensor(X, requires_grad=True)
+        y = lib.tensor(Y, requires_grad=True)
+        (gx,) = lib.autograd.grad(lib.xlogy(x, y).sum(), y, create_graph=True)
+        gx.sum().backward()
+        results.append((np.array(gx.tolist()), np.array(x.grad.tolist()), type(gx.grad_fn).__name__))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-6)
+    assert results[0][2] == results[1][2]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda L: L.logaddexp(L.tensor([1, 2]), L.tensor([3, 4])), "\"logaddexp_cpu\" not implemented for 'Long'"),
+    (lambda L: L.logaddexp(L.tensor([1.0]), 2.0),
+     "logaddexp(): argument 'other' (position 2) must be Tensor, not float"),
+    (lambda L: L.trace(L.ones(2, 2, 2)), "trace: expected a matrix, but got tensor with dim 3"),
+    (lambda L: L.trace(L.tensor(1.0)), "trace: expected a matrix, but got tensor with dim 0"),
+    (lambda L: L.trace(L.tensor([[True]])), "\"trace\" not implemented for 'Bool'"),
+    (lambda L: L.movedim(L.ones(2, 3, 4), 0, 5),
+     "Dimension out of range (expected to be in range of [-3, 2], but got 5)"),
+    (lambda L: L.movedim(L.ones(2, 3, 4), (0, 0), (1, 2)), "movedim: repeated dim in `source` ([0, 0])"),
+    (lambda L: L.movedim(L.ones(2, 3, 4), (0, 1), (2, 2)), "movedim: repeated dim in `destination` ([2, 2])"),
+    (lambda L: L.movedim(L.ones(2, 3, 4), (0, 1), (1,)),
+     "movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the same number of "
+     "dims as destination ([1] dims)"),
+    (lambda L: L.tensor([1.0], requires_grad=True).asinh_(),
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+])
+def test_messages_as_torch(call, message):
+    with pytest.raises(Exception) as theirs:
+        call(torch)
+    assert message in str(theirs.value)
+    with pytest.raises(gc.GradcliError if hasattr(gc, "GradcliError") else Exception) as ours:
+        call(gc)
+    assert message in str(ours.value)
+
+
+@pytest.mark.parametrize("name", ["asinh_", "acosh_", "atanh_", "arcsinh_", "arccosh_", "arctanh_"])
+def test_inplace_inverse_hyperbolics_record_torchs_node_without_a_derivative(name):
+    outplace = name.replace("arc", "a").rstrip("_")
+    seen = []
+    for lib in (gc, torch):
+        x = lib.tensor([0.5, 0.25], requires_grad=True)
+        y = x * 1 + (1 if "cosh" in name else 0)
+        out = getattr(y, name)()
+        assert out is y and type(out.grad_fn).__name__ == outplace.capitalize() + "Backward1"
+        seen.append(_names(out))
+        with pytest.raises(Exception, match=f"the derivative for 'inplace version of {outplace}' is not implemented."):
+            out.sum().backward()
+        with lib.no_grad():
+            z = lib.tensor([0.5, 0.25]) + (1 if "cosh" in name else 0)
+            getattr(z, name)()
+        np.testing.assert_allclose(np.array(z.tolist()), np.array(getattr(lib, outplace)(
+            lib.tensor([0.5, 0.25]) + (1 if "cosh" in name else 0)).tolist()))
+    assert seen[0] == seen[1]
+
+
+def test_movedim_of_a_0d_tensor_is_an_alias():
+    for lib in (gc, torch):
+        x = lib.tensor(2.0, requires_grad=True)
+        assert type(lib.movedim(x * 1, 0, 0).grad_fn).__name__ == "AliasBackward0"
+
+
+def test_aliases_are_listed_and_reach_the_language(tmp_path):
+    from gradcli.ops.registry import FUNCTIONS
+    assert FUNCTIONS["multiply"].grad_fns == FUNCTIONS["mul"].grad_fns
+    assert FUNCTIONS["arcsin"].doc.startswith("Alias of asin")
+    from gradcli.cli import main
+    import io
+    import contextlib
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["eval", "import torch\ny = torch.xlogy(x, torch.expm1(x)).sum() + torch.trace(x.arcsinh())",
+                     "-g", "x=ones(2,2)", "--json"])
+    assert code == 0
+    import json
+    doc = json.loads(out.getvalue())
+    x = torch.ones(2, 2, requires_grad=True)
+    (torch.xlogy(x, torch.expm1(x)).sum() + torch.trace(x.arcsinh())).backward()
+    grads = {v["name"]: v["grad"] for v in doc["variables"]}
+    np.testing.assert_allclose(np.array(grads["x"]), x.grad.numpy(), rtol=1e-6)
+
+
+def test_movedim_orders_as_torch():
+    """Every single dim moved anywhere, and pairs of dims, on tensors of 1 to 4 dims: torch's order."""
+    import itertools
+    for n in range(1, 5):
+        sizes = tuple(range(2, 2 + n))
+        for s, d in itertools.product(range(-n, n), repeat=2):
+            assert gc.ones(*sizes).movedim(s, d).shape == tuple(torch.ones(*sizes).movedim(s, d).shape)
+        if n >= 2:
+            for src in itertools.permutations(range(n), 2):
+                for dst in itertools.permutations(range(-n, 0), 2):
+                    ours = gc.movedim(gc.ones(*sizes), src, list(dst))
+                    assert ours.shape == tuple(torch.movedim(torch.ones(*sizes), src, list(dst)).shape)

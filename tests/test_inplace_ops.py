@@ -69,6 +69,8 @@ CASES = {
     "subtract_": (lambda m: ((2.5,), {"alpha": 2}), X),
     "divide_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {"rounding_mode": "trunc"}), X),
     "true_divide_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {}), X),
+    "nan_to_num_": (lambda m: ((), {"posinf": 3.0}), X),
+    "copysign_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {}), X),
 }
 # Outputs their backward reads (torch saves the result): changing them again fails backward.
 SAVES_RESULT = ("exp_", "sigmoid_", "tanh_", "relu_", "sqrt_", "rsqrt_", "tan_", "reciprocal_", "exp2_")

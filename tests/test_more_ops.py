@@ -87,6 +87,28 @@ CASES = {
     "subtract_": lambda L, x, y: (x * 1).subtract_(y),
     "divide_": lambda L, x, y: (x * 1).divide_(y),
     "negative_": lambda L, x, y: L.negative_(x * 1),
+    # the second round: shapes, NaN-aware arithmetic and reductions
+    "tile": lambda L, x, y: L.tile(x, (2,)),
+    "tile method": lambda L, x, y: x.tile(2, 1, 1),
+    "fliplr": lambda L, x, y: L.fliplr(x),
+    "flipud": lambda L, x, y: L.flipud(x),
+    "unflatten": lambda L, x, y: L.unflatten(x, 1, (3, 1)),
+    "unflatten method": lambda L, x, y: x.unflatten(-1, (-1, 1)),
+    "diff": lambda L, x, y: L.diff(x),
+    "diff n2 dim0": lambda L, x, y: L.diff(x, n=2, dim=0),
+    "diff n0": lambda L, x, y: L.diff(x, n=0),
+    "diff prepend append": lambda L, x, y: L.diff(x, prepend=y[:, :1], append=y),
+    "nan_to_num": lambda L, x, y: L.nan_to_num(x / (x - x[0, 0]), posinf=7.0),
+    "nan_to_num_": lambda L, x, y: (x * 1).nan_to_num_(),
+    "fmax": lambda L, x, y: L.fmax(x, y),
+    "fmin": lambda L, x, y: L.fmin(x, y[1]),
+    "copysign": lambda L, x, y: L.copysign(y, x),
+    "copysign number": lambda L, x, y: L.copysign(x, -1.0),
+    "copysign_": lambda L, x, y: (x * 1).copysign_(y - 1),
+    "nansum": lambda L, x, y: L.nansum(x),
+    "nansum dim": lambda L, x, y: x.nansum(1, keepdim=True),
+    "nanmean": lambda L, x, y: L.nanmean(x),
+    "nanmean dim": lambda L, x, y: L.nanmean(x, 0),
 }
 
 
@@ -148,6 +170,27 @@ def test_xlogy_gradients_at_zero_as_torch(dtype):
         np.testing.assert_array_equal(ours, theirs)
 
 
+def test_nan_aware_ops_at_nan_and_inf_as_torch():
+    a = [[math.nan, 1.0, math.inf], [-math.inf, 0.0, 2.0]]
+    b = [0.5, math.nan, -1.0]
+    calls = [lambda L, w, v: L.nan_to_num(w), lambda L, w, v: L.nan_to_num(w, nan=2.0, posinf=5.0, neginf=-3),
+             lambda L, w, v: L.fmax(w, v), lambda L, w, v: L.fmin(v, w), lambda L, w, v: L.copysign(w, v),
+             lambda L, w, v: L.nansum(w), lambda L, w, v: L.nansum(w, 1), lambda L, w, v: L.nanmean(w, 0),
+             lambda L, w, v: L.nanmean(v, keepdim=True)]
+    for call in calls:
+        seen = []
+        for lib in (gc, torch):
+            w = lib.tensor(a, dtype=lib.float64, requires_grad=True)
+            v = lib.tensor(b, dtype=lib.float64, requires_grad=True)
+            out = call(lib, w, v)
+            out.backward(lib.ones_like(out))
+            seen.append([np.array(out.tolist())] + [None if t.grad is None else np.array(t.grad.tolist()) for t in (w, v)])
+        for ours, theirs in zip(*seen):
+            assert (ours is None) == (theirs is None)
+            if ours is not None:
+                np.testing.assert_array_equal(ours, theirs)
+
+
 def test_integers_give_the_default_float_as_torch():
     for name in ("asinh", "expm1", "erfc", "deg2rad", "rad2deg"):
         assert getattr(gc, name)(gc.tensor([1, 2])).dtype.name == "float32"
@@ -168,7 +211,8 @@ def test_trace_adds_in_order_in_double_as_torch():
         assert ours == theirs
 
 
-SECOND = ["asinh", "acosh", "atanh", "expm1", "erfc", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "xlogy",
+SECOND = ["tile", "diff", "diff prepend append", "nan_to_num", "fmax", "fmin", "copysign", "copysign number",
+          "nansum dim", "nanmean dim", "asinh", "acosh", "atanh", "expm1", "erfc", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "xlogy",
           "xlogy zero", "xlogy number self", "xlogy number other", "trace method", "movedim", "ravel transposed"]
 
 
@@ -221,6 +265,17 @@ def test_second_order_xlogy_and_trace_as_torch():
     (lambda L: L.movedim(L.ones(2, 3, 4), (0, 1), (1,)),
      "movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the same number of "
      "dims as destination ([1] dims)"),
+    (lambda L: L.fliplr(L.ones(2)), "Input must be >= 2-d."),
+    (lambda L: L.flipud(L.tensor(1.0)), "Input must be >= 1-d."),
+    (lambda L: L.unflatten(L.ones(2, 3), 1, (2, 2)),
+     "unflatten: Provided sizes [2, 2] don't multiply up to the size of dim 1 (3) in the input tensor"),
+    (lambda L: L.unflatten(L.ones(2, 3), 1, ()), "unflatten: sizes must be non-empty"),
+    (lambda L: L.diff(L.ones(2, 3), n=-1), "order must be non-negative but got -1"),
+    (lambda L: L.diff(L.tensor(1.0)), "diff expects input to be at least one-dimensional"),
+    (lambda L: L.diff(L.ones(2, 3), append=L.zeros(2)), "diff expects prepend or append to be the same dimension as input"),
+    (lambda L: L.nanmean(L.tensor([1, 2])),
+     "nanmean(): expected input to have floating point or complex dtype but got Long"),
+    (lambda L: L.fmax(L.ones(2), 1.0), "fmax(): argument 'other' (position 2) must be Tensor, not float"),
     (lambda L: L.tensor([1.0], requires_grad=True).asinh_(),
      "a leaf Variable that requires grad is being used in an in-place operation."),
 ])

@@ -186,6 +186,10 @@ class ArrayMath:
     def cosh(self, x): return self.xp.cosh(x)
     def div_rounded(self, a, b, mode): return _divide_rounded(self.xp, a, b, mode)
     def xlogy(self, a, b): return _xlogy(self.xp, a, b)
+    def isnan(self, x): return self.xp.isnan(x)
+    def isfinite(self, x): return self.xp.isfinite(x)
+    def logical_or(self, a, b): return self.xp.logical_or(a, b)
+    def logical_not(self, a): return self.xp.logical_not(a)
 
     def where(self, cond, a, b):
         xp = self.xp
@@ -427,6 +431,10 @@ class TensorMath:
     def cosh(self, x): return self.ops.cosh(x)
     def div_rounded(self, a, b, mode): return self.ops.div(a, b, rounding_mode=mode)  # DivBackward2, as torch
     def xlogy(self, a, b): return self.ops.xlogy(self._t(a), b)
+    def isnan(self, x): return self.ops.isnan(self._t(x))
+    def isfinite(self, x): return self.ops.isfinite(self._t(x))
+    def logical_or(self, a, b): return self.ops.logical_or(self._t(a), self._t(b))
+    def logical_not(self, a): return self.ops.logical_not(self._t(a))
     def where(self, cond, a, b): return self.ops.where(self._t(cond), a, b)
     def zeros_like(self, x): return self.ops.zeros_like(self._t(x))
     def mul_(self, fresh, other): return other * fresh  # torch's operand order: grad * cos(self) is Mul(grad, cos)

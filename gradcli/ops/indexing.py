@@ -24,7 +24,8 @@ from ..autograd.node import NODE_CLASSES, define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
 from .shape import AliasBackward0, unsqueeze, view_of
 from . import shape as _shape
-from .pointwise import _broadcast_shape
+from .pointwise import _broadcast_shape, SubBackward0
+from . import pointwise as _pointwise
 
 SelectBackward0 = define_node("SelectBackward0", attrs=("key",),
                               self="F.embed(grad, self_sizes, key, False, True)",
@@ -114,6 +115,38 @@ def narrow(input, dim, start, length):
         raise ShapeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),) + _rest(dim, input.ndim)
     return view_of(SliceBackward0, input, (key,))
+
+
+@op(SubBackward0, SliceBackward0, _shape.CatBackward0, _shape.CopyBackwards, category="shape")
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The ``n``-th forward difference along ``dim``: ``x[1:] - x[:-1]`` (two slices and a
+    SubBackward0), repeated; ``prepend``/``append`` are joined on first (cat); bool tensors give
+    where neighbours differ; ``n=0`` a copy."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"diff(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if not input.ndim:
+        raise ShapeError("diff expects input to be at least one-dimensional")
+    if n.__class__ is not int:
+        raise GradTypeError(f"diff(): argument 'n' must be int, not {type(n).__name__}")
+    if n < 0:
+        raise ShapeError(f"order must be non-negative but got {n}")
+    d = _wrap_dim(dim, input.ndim)
+    parts = []
+    for extra in (prepend, append):
+        if extra is not None and (extra.__class__ is not Tensor or extra.ndim != input.ndim):
+            raise ShapeError("diff expects prepend or append to be the same dimension as input")
+    if prepend is not None or append is not None:
+        parts = [t for t in (prepend, input, append) if t is not None]
+        input = _shape.cat(parts, d)
+    if n == 0:  # torch's zeros_like(input).copy_(input): CopyBackwards
+        return _shape.copy_(Tensor._make(input._backend.xp.zeros_like(input._data), input._backend), input)
+    for _ in range(n):
+        size = input.shape[d]
+        if size == 0:
+            break
+        later, earlier = narrow(input, d, 1, size - 1), narrow(input, d, 0, size - 1)
+        input = _pointwise.ne(later, earlier) if input.dtype.name == "bool" else _pointwise.sub(later, earlier)
+    return input
 
 
 def _is_advanced(item) -> bool:

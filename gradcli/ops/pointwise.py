@@ -966,6 +966,103 @@ def _float_operand(t, number):
     return t if t.dtype.name == kind else t.to(kind)
 
 
+def _fmax(xp, a, b, name="fmax", pick=None):
+    """fmax/fmin: NumPy's and CuPy's ufunc; elsewhere maximum/minimum with a NaN giving way to the other."""
+    fn = getattr(xp, name, None)
+    if fn is not None:
+        return fn(a, b)
+    out = (pick or xp.maximum)(a, b)
+    return xp.where(xp.isnan(b), a, xp.where(xp.isnan(a), b, out))
+
+
+FmaxBackward0 = define_node(  # derivatives.yaml's: the gradient to the operand fmax took (self on ties)
+    "FmaxBackward0", inputs=("self", "other"), broadcasts=True, forward=_fmax,
+    self="F.masked_fill(grad, F.logical_not(F.logical_or(self >= other, F.isnan(other))), 0)",
+    other="F.masked_fill(grad, F.logical_or(self >= other, F.isnan(other)), 0)")
+FminBackward0 = define_node(
+    "FminBackward0", inputs=("self", "other"), broadcasts=True,
+    forward=lambda xp, a, b: _fmax(xp, a, b, "fmin", xp.minimum),
+    self="F.masked_fill(grad, F.logical_not(F.logical_or(self <= other, F.isnan(other))), 0)",
+    other="F.masked_fill(grad, F.logical_or(self <= other, F.isnan(other)), 0)")
+
+
+@op(FmaxBackward0)
+def fmax(input, other):
+    """The larger of two tensors elementwise, a NaN losing to a number (NaN only where both are), broadcasting."""
+    _tensor_arguments("fmax", input, other)
+    return _binary(FmaxBackward0, input, other, (), "fmax")
+
+
+@op(FminBackward0)
+def fmin(input, other):
+    """The smaller of two tensors elementwise, a NaN losing to a number (NaN only where both are), broadcasting."""
+    _tensor_arguments("fmin", input, other)
+    return _binary(FminBackward0, input, other, (), "fmin")
+
+
+def copysign_grad(F, grad, self, result):
+    """copysign_tensor_self_backward: grad * (result / self), 0 where self is 0."""
+    return grad * F.masked_fill(result / self, self == 0, 0)
+
+
+formula_helpers(copysign_grad=copysign_grad)
+CopysignBackward0 = define_node(
+    "CopysignBackward0", inputs=("self", "other"), broadcasts=True, forward=lambda xp, a, b: xp.copysign(a, b),
+    self="copysign_grad(F, grad, self, result)", other="F.zeros_like(other)")
+CopysignBackward1 = define_node(
+    "CopysignBackward1", attrs=("other",), forward=lambda xp, a, b: xp.copysign(a, xp.asarray(b, dtype=a.dtype)),
+    self="copysign_grad(F, grad, self, result)")
+
+
+@op(CopysignBackward0, CopysignBackward1, inplace=True)
+def copysign(input, other):
+    """The magnitude of ``input`` with the sign of ``other`` (a tensor or a number), broadcasting;
+    integers give the default float."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"copysign(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if other.__class__ is not Tensor:
+        if not isinstance(other, _SCALARS):
+            raise GradTypeError(f"copysign(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
+        return apply(CopysignBackward1, (_float_operand(input, other),), (other,))
+    arrays = _operands(input, other, "copysign")
+    if not _dt.DTYPES[_dt.result_type((input, other))].is_floating_point:
+        dt, xp = input._backend.dtype(_dt.DEFAULTS.float.name), input._backend.xp
+        arrays = [xp.astype(a, dt) for a in (arrays or (input._data, other._data))]
+    return apply(CopysignBackward0, (input, other), (), arrays)
+
+
+def _nan_to_num(xp, x, nan, posinf, neginf):
+    """torch's kernel: NaN to ``nan``, +-inf to ``posinf``/``neginf`` (default: the dtype's largest
+    and lowest values), integers as they are."""
+    if not _is_kind(xp, x, "f"):
+        return xp.asarray(x, copy=True)
+    info = xp.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    with _np.errstate(over="ignore"):  # a replacement beyond the dtype: inf, as torch's cast
+        hi, lo, fill = (xp.asarray(v, dtype=x.dtype) for v in (hi, lo, 0.0 if nan is None else nan))
+    out = xp.where(xp.isnan(x), fill, x)
+    out = xp.where(out == float("inf"), hi, out)
+    return xp.where(out == float("-inf"), lo, out)
+
+
+NanToNumBackward0 = define_node(
+    "NanToNumBackward0", attrs=("nan", "posinf", "neginf"), forward=_nan_to_num,
+    self="grad * F.mask(F.isfinite(self), grad)")
+
+
+@op(NanToNumBackward0, inplace=True)
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default 0 and the dtype's
+    largest and lowest values); the gradient flows where the input is finite."""
+    if input.__class__ is not Tensor:
+        raise GradTypeError(f"nan_to_num(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    for what, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if value is not None and not isinstance(value, (int, float)):
+            raise GradTypeError(f"nan_to_num(): argument '{what}' must be float, not {type(value).__name__}")
+    return apply(NanToNumBackward0, (input,), (nan, posinf, neginf))
+
+
 def _fmod(xp, a, b):
     """C's fmod: the remainder of the truncated division, with the dividend's sign, exact. The
     array API has only Python's remainder (the divisor's sign): fmod is then that of |a| and |b|,

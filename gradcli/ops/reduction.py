@@ -16,10 +16,11 @@ import numpy as _np
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
 from ..backend.numpy_fast import along_axis_flat, along_axis_key, intp_scalar, reversed_key
 from ..backend.rows import by_rows
-from ..errors import GradIndexError, GradTypeError, ShapeError
+from ..errors import GradIndexError, GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
+from .pointwise import DivBackward0, isnan, logical_not
 from .formulas import cumulative, scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -596,6 +597,47 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
         return out if not keepdim else out.reshape((1,) * input.ndim)
     d = dims(dim, input.ndim)
     return apply(SumBackward1, (input,), (_reduce_scalar_dim(input, d), bool(keepdim)))
+
+
+def _nansum(xp, x, dim, keepdim):
+    """sum with NaNs as zeros, in sum's order (integers: int64)."""
+    if _is_float_array(xp, x):
+        x = xp.where(xp.isnan(x), xp.zeros_like(x), x)
+        return array_sum(xp, x, dim, keepdim)
+    return array_sum(xp, xp.astype(x, xp.int64), dim, keepdim)
+
+
+def _is_float_array(xp, x):
+    kind = getattr(x.dtype, "kind", None)
+    return kind == "f" if kind is not None else xp.isdtype(x.dtype, "real floating")
+
+
+NansumBackward0 = define_node(  # nansum_backward: sum's, zero where the input is NaN
+    "NansumBackward0", attrs=("dim", "keepdim"), forward=_nansum,
+    self="sum_backward(F, grad, self_sizes, dim, keepdim) * F.mask(F.logical_not(F.isnan(self)), grad)")
+
+
+@op(NansumBackward0, category="reduction")
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero, of everything or over ``dim``; ``dtype``: compute and return in it."""
+    input = _cast_for(input, dtype)
+    d = None if dim is None else _reduce_scalar_dim(input, dims(dim, input.ndim))
+    return apply(NansumBackward0, (input,), (d, bool(keepdim)))
+
+
+@op(DivBackward0, NansumBackward0, category="reduction")
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean of the elements that are not NaN, of everything or over ``dim``: nansum over their count."""
+    input = _cast_for(input, dtype)
+    if not input.dtype.is_floating_point:
+        raise RuntimeTypeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                               f"{_SCALAR_NAMES.get(input.dtype.name, input.dtype.name)}")
+    total = nansum(input, dim, keepdim)
+    count = sum(logical_not(isnan(input)), dim, keepdim)
+    return total / count
+
+
+_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool"}
 
 
 @op(MeanBackward0, MeanBackward1, category="reduction")

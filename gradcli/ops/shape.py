@@ -985,3 +985,47 @@ def repeat(input, *repeats):
         raise ShapeError(f"Trying to create tensor with negative dimension {bad}: {out}")
     check_numel(out)
     return apply(RepeatBackward0, (input,), (sizes,))
+
+
+@op(RepeatBackward0, category="shape")
+def tile(input, *dims):
+    """The tensor repeated ``dims`` times along each dim, as ``repeat`` (RepeatBackward0), with ones
+    put before ``dims`` when it has fewer entries than the tensor has dims (``tile(x, (2, 1))``,
+    ``x.tile(2, 1)``)."""
+    reps = _ints("tile", "dims", dims[0] if len(dims) == 1 else dims)
+    return repeat(input, (1,) * (input.ndim - len(reps)) + reps)
+
+
+@op(FlipBackward0, category="shape")
+def fliplr(input):
+    """The columns (dim 1) in reverse order: ``flip(input, [1])``."""
+    if input.ndim < 2:
+        raise ShapeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+@op(FlipBackward0, category="shape")
+def flipud(input):
+    """The rows (dim 0) in reverse order: ``flip(input, [0])``."""
+    if input.ndim < 1:
+        raise ShapeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+@op(ViewBackward0, ReshapeAliasBackward0, UnsafeViewBackward0, category="shape")
+def unflatten(input, dim, sizes):
+    """``dim`` split into ``sizes`` (one of them may be -1), as a view where the strides allow."""
+    sizes = _ints("unflatten", "sizes", sizes)
+    d = _wrap_dim(dim, input.ndim)
+    if not sizes:
+        raise ShapeError("unflatten: sizes must be non-empty")
+    size = input.shape[d]
+    known = 1
+    for n in sizes:
+        if n != -1:
+            known *= n
+    if sizes.count(-1) > 1 or (-1 not in sizes and known != size) or (-1 in sizes and (known == 0 or size % known)):
+        raise ShapeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                         f"({size}) in the input tensor")
+    sizes = tuple(size // known if n == -1 else n for n in sizes)
+    return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))

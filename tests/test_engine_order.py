@@ -43,21 +43,25 @@ def _program(seed: int):
     return n_leaves, steps, roots
 
 
+def step_of(lib, values, step):
+    """The tensor one step of ``_program`` makes from the tensors made so far."""
+    if step[0] == "unary":
+        return getattr(lib, step[1])(values[step[2]])
+    if step[0] == "number":
+        return values[step[2]] * 1.5 if step[1] == "mul" else values[step[2]] + 0.5
+    if step[0] == "binary":
+        a, b = values[step[2]], values[step[3]]
+        return a + b if step[1] == "add" else a * b if step[1] == "mul" else a - b
+    return lib.stack([values[i] for i in step[1]]).sum(0)
+
+
 def _run(lib, n_leaves, steps, roots, node_hook: bool):
     order = []
     values = [lib.tensor([0.3 + 0.1 * i, 0.7 - 0.05 * i], requires_grad=True) for i in range(n_leaves)]
     for i, leaf in enumerate(values):
         leaf.register_hook(lambda g, i=i: order.append(("leaf", i)))
     for step in steps:
-        if step[0] == "unary":
-            out = getattr(lib, step[1])(values[step[2]])
-        elif step[0] == "number":
-            out = values[step[2]] * 1.5 if step[1] == "mul" else values[step[2]] + 0.5
-        elif step[0] == "binary":
-            a, b = values[step[2]], values[step[3]]
-            out = a + b if step[1] == "add" else a * b if step[1] == "mul" else a - b
-        else:
-            out = lib.stack([values[i] for i in step[1]]).sum(0)
+        out = step_of(lib, values, step)
         n = len(values)
         out.register_hook(lambda g, n=n: order.append(("t", n)))
         values.append(out)

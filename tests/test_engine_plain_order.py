@@ -16,7 +16,7 @@ import pytest
 import gradcli as gc
 from gradcli.autograd import engine
 from helpers import clean_engine_state  # noqa: F401
-from test_engine_order import _program
+from test_engine_order import _program, step_of
 
 torch = pytest.importorskip("torch")
 
@@ -26,15 +26,8 @@ def _build(lib, n_leaves, steps):
     labels = []  # (node, label)
     for step in steps:
         n = len(values)
-        if step[0] == "unary":
-            out = getattr(lib, step[1])(values[step[2]])
-        elif step[0] == "number":
-            out = values[step[2]] * 1.5 if step[1] == "mul" else values[step[2]] + 0.5
-        elif step[0] == "binary":
-            a, b = values[step[2]], values[step[3]]
-            out = a + b if step[1] == "add" else a * b if step[1] == "mul" else a - b
-        else:
-            out = lib.stack([values[i] for i in step[1]]).sum(0)
+        out = step_of(lib, values, step)
+        if step[0] == "stack":
             labels.append((out.grad_fn.next_functions[0][0], ("stack", n)))
         labels.append((out.grad_fn, ("t", n)))
         values.append(out)

@@ -349,7 +349,7 @@ def _dependencies(nodes):
                 else:
                     deps[child] = count + 1
             continue
-        if k == 2:  # two inputs (binary ops): inlined too
+        if k == 2:  # two inputs (binary ops): the lines above once per input, unrolled on purpose (no tuple, no loop)
             child = node._n0
             if child is not None:
                 count = get(child)

@@ -20,7 +20,7 @@ from ..errors import GradIndexError, GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
-from .pointwise import DivBackward0, isnan, logical_not
+from .pointwise import DivBackward0
 from .formulas import cumulative, scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -622,7 +622,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero, of everything or over ``dim``; ``dtype``: compute and return in it."""
     input = _cast_for(input, dtype)
     d = None if dim is None else _reduce_scalar_dim(input, dims(dim, input.ndim))
-    return apply(NansumBackward0, (input,), (d, bool(keepdim)))
+    return apply1(NansumBackward0, input, input._data, (d, bool(keepdim)))
 
 
 @op(DivBackward0, NansumBackward0, category="reduction")
@@ -632,9 +632,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeTypeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                                f"{_SCALAR_NAMES.get(input.dtype.name, input.dtype.name)}")
-    total = nansum(input, dim, keepdim)
-    count = sum(logical_not(isnan(input)), dim, keepdim)
-    return total / count
+    d = None if dim is None else _reduce_scalar_dim(input, dims(dim, input.ndim))
+    total = apply1(NansumBackward0, input, input._data, (d, bool(keepdim)))
+    xp = input._backend.xp  # the count of numbers: torch's isnan(x).logical_not().sum(dim, keepdim), an int64
+    count = array_sum(xp, xp.astype(xp.logical_not(xp.isnan(input._data)), xp.int64), d, bool(keepdim))
+    return total / Tensor._make(xp.asarray(count), input._backend)
 
 
 _SCALAR_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool"}

@@ -346,3 +346,38 @@ def test_movedim_orders_as_torch():
                 for dst in itertools.permutations(range(-n, 0), 2):
                     ours = gc.movedim(gc.ones(*sizes), src, list(dst))
                     assert ours.shape == tuple(torch.movedim(torch.ones(*sizes), src, list(dst)).shape)
+
+
+@pytest.mark.parametrize("call", [
+    lambda L, x, y: L.div(x, y, rounding_mode=None),
+    lambda L, x, y: x.div(2.5, rounding_mode=None),
+    lambda L, x, y: L.div(L.tensor([[3, 4, 5], [6, 7, 8]]), y, rounding_mode=None),
+    lambda L, x, y: L.divide(x, y[0], rounding_mode=None),
+    lambda L, x, y: (x * 1).div_(y, rounding_mode=None),
+    lambda L, x, y: L.div(x, y),
+    lambda L, x, y: L.div(x, y, rounding_mode="floor"),
+])
+def test_an_explicit_rounding_mode_none_records_divbackward2_as_torch(call):
+    """torch records DivBackward2 whenever rounding_mode is passed, None included (true division,
+    DivBackward0's gradients); left out, DivBackward0."""
+    seen = []
+    for lib in (gc, torch):
+        x = lib.tensor(X, dtype=lib.float64, requires_grad=True)
+        y = lib.tensor(Y, dtype=lib.float64, requires_grad=True)
+        out = call(lib, x, y)
+        names = _names(out)
+        out.backward(lib.ones_like(out))
+        seen.append((np.array(out.tolist()), names, [None if t.grad is None else np.array(t.grad.tolist())
+                                                     for t in (x, y)]))
+    (a, na, ga), (b, nb, gb) = seen
+    np.testing.assert_allclose(a, b, rtol=1e-15)
+    assert na == nb
+    for p, q in zip(ga, gb):
+        assert (p is None) == (q is None)
+        if p is not None:
+            np.testing.assert_allclose(p, q, rtol=1e-15)
+
+
+def test_div_signature_reads_as_torchs():
+    from gradcli.ops.registry import FUNCTIONS
+    assert FUNCTIONS["div"].signature == "div(input, other, *, rounding_mode=None)"

@@ -231,19 +231,42 @@ DivBackward0 = define_node(
     "DivBackward0", inputs=("self", "other"), broadcasts=True, forward=_by_number(_np.true_divide, _operator.truediv),
     self="grad / other", other="-grad * ((self / other) / other)")
 DivBackward0.opmath_number = True
-# div with a rounding_mode: a zero gradient (torch's div_tensor_*_backward with a rounding mode)
+# div with a rounding_mode argument: a zero gradient for "trunc" and "floor", DivBackward0's for an
+# explicit None (torch's div_tensor_*_backward with and without a rounding mode)
 DivBackward2 = define_node(
     "DivBackward2", inputs=("self", "other"), attrs=("rounding_mode",), broadcasts=True,
     forward=lambda xp, a, b, rounding_mode: divide_rounded(xp, a, b, rounding_mode),
-    self="F.zeros_like(grad)", other="F.zeros_like(grad)")
+    self="grad / other if rounding_mode is None else F.zeros_like(grad)",
+    other="-grad * ((self / other) / other) if rounding_mode is None else F.zeros_like(grad)")
+
+
+DivBackward2.opmath_number = True
+_DIVIDE_BY_NUMBER = _by_number(_np.true_divide, _operator.truediv)
+
+
+class _NotGiven:
+    """A keyword's default that reads as None (``gradcli ops``, help) yet tells an explicit None
+    apart: torch records another node whenever the argument is given, None included."""
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+_NOT_GIVEN = _NotGiven()
 
 
 # torch's __rtruediv__: ``2 / x`` is reciprocal(x) * 2
 @op(DivBackward0, DivBackward2, operator="a / b", reflected=lambda a, b: mul(reciprocal(a), b), fast=True,
     inplace="a /= b")
-def div(input, other, *, rounding_mode=None):
+def div(input, other, *, rounding_mode=_NOT_GIVEN):
     """Elementwise quotient, broadcasting (true division: integers give floats); rounding_mode
-    "trunc" or "floor" rounds it, in the operands' dtype (DivBackward2, a zero gradient)."""
+    "trunc" or "floor" rounds it, in the operands' dtype (DivBackward2, a zero gradient); an
+    explicit rounding_mode=None is true division recorded as DivBackward2, as torch."""
+    if rounding_mode is _NOT_GIVEN:
+        rounding_mode, cls = None, DivBackward0
+    else:
+        cls = DivBackward2
     if rounding_mode is not None:
         if rounding_mode not in ("trunc", "floor"):
             raise RuntimeTypeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
@@ -257,7 +280,7 @@ def div(input, other, *, rounding_mode=None):
         input = input.to(_dt.DEFAULTS.float)
     elif other.__class__ is not Tensor and not input.dtype.is_floating_point:
         input = input.to(_dt.DEFAULTS.float)
-    return _binary(DivBackward0, input, other, (), "div")
+    return _binary(cls, input, other, () if cls is DivBackward0 else (None,), "div")
 
 
 NegBackward0 = define_node("NegBackward0", forward=lambda xp, a: -a, self="-grad")
@@ -1036,6 +1059,11 @@ def _nan_to_num(xp, x, nan, posinf, neginf):
     and lowest values), integers as they are."""
     if not _is_kind(xp, x, "f"):
         return xp.asarray(x, copy=True)
+    if x.__class__ is _ndarray:  # NumPy's own, the same rules (a copy where every element is finite)
+        if _np.isfinite(x).all():
+            return x.copy()
+        with _np.errstate(over="ignore", invalid="ignore"):
+            return _np.nan_to_num(x, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf)
     info = xp.finfo(x.dtype)
     hi = info.max if posinf is None else posinf
     lo = info.min if neginf is None else neginf
@@ -1090,6 +1118,8 @@ def _remainder(xp, a, b):
 def divide_rounded(xp, a, b, mode):
     """``a / b`` rounded as div's ``rounding_mode``: "floor" is floor division (NumPy's, torch's
     algorithm); "trunc" is trunc(a / b) on floats, as torch, and exact on integers."""
+    if mode is None:  # div(..., rounding_mode=None): true division (float16 by a number as DivBackward0's)
+        return _DIVIDE_BY_NUMBER(xp, a, b)
     if mode == "floor":
         return xp.floor_divide(a, b)
     if _is_kind(xp, a, "f") or isinstance(b, float) or hasattr(b, "dtype") and _is_kind(xp, b, "f"):

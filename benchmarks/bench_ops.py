@@ -58,6 +58,7 @@ def environment(lib):
         "v": leaf([0.6, 1.2]),
         "h": leaf([[0.45, -0.3], [0.2, 0.8]]),  # inside (-1, 1): asin, acos, atanh
         "u": leaf([[1.1, 1.6], [1.3, 1.9]]),  # above 1: acosh
+        "u3": leaf([[0.7, 1.0, 0.5], [0.9, 1.1, 1.3]]),  # m's shape, for cross
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
         "mask": lib.tensor([[True, False], [False, True]]),
@@ -196,6 +197,9 @@ RECIPES = {
     "movedim": [("movedim(b3, 0, 2)", lambda L, e: L.movedim(e["b3"], 0, 2))],
     "ravel": [("x.t().ravel()", lambda L, e: e["x"].t().ravel())],
     "tile": [("x.tile(2, 1)", lambda L, e: e["x"].tile(2, 1))],
+    "diag": [("diag(row)", lambda L, e: L.diag(e["row"])), ("x.diag()", lambda L, e: e["x"].diag())],
+    "diag_embed": [("diag_embed(row, 1)", lambda L, e: L.diag_embed(e["row"], 1))],
+    "cross": [("cross(m, u3, dim=1)", lambda L, e: L.cross(e["m"], e["u3"], dim=1))],
     "unflatten": [("x.unflatten(1, (2, 1))", lambda L, e: e["x"].unflatten(1, (2, 1)))],
     "diff": [("diff(x)", lambda L, e: L.diff(e["x"]))],
     "fmax": [("fmax(x, y)", lambda L, e: L.fmax(e["x"], e["y"]))],

@@ -109,6 +109,12 @@ CASES = {
     "nansum dim": lambda L, x, y: x.nansum(1, keepdim=True),
     "nanmean": lambda L, x, y: L.nanmean(x),
     "nanmean dim": lambda L, x, y: L.nanmean(x, 0),
+    "diag of a vector": lambda L, x, y: L.diag(x[0], 1),
+    "diag of a matrix": lambda L, x, y: L.diag(x, -1),
+    "diag method": lambda L, x, y: x.diag(1),
+    "diag_embed": lambda L, x, y: L.diag_embed(x, -1, 0, 2),
+    "cross": lambda L, x, y: L.cross(x, y, dim=1),
+    "cross broadcast": lambda L, x, y: x.cross(y[:1], dim=-1),
 }
 
 
@@ -211,7 +217,7 @@ def test_trace_adds_in_order_in_double_as_torch():
         assert ours == theirs
 
 
-SECOND = ["tile", "diff", "diff prepend append", "nan_to_num", "fmax", "fmin", "copysign", "copysign number",
+SECOND = ["diag of a vector", "diag_embed", "cross", "cross broadcast", "tile", "diff", "diff prepend append", "nan_to_num", "fmax", "fmin", "copysign", "copysign number",
           "nansum dim", "nanmean dim", "asinh", "acosh", "atanh", "expm1", "erfc", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "xlogy",
           "xlogy zero", "xlogy number self", "xlogy number other", "trace method", "movedim", "ravel transposed"]
 
@@ -265,6 +271,10 @@ def test_second_order_xlogy_and_trace_as_torch():
     (lambda L: L.movedim(L.ones(2, 3, 4), (0, 1), (1,)),
      "movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the same number of "
      "dims as destination ([1] dims)"),
+    (lambda L: L.diag(L.ones(2, 2, 2)), "diag(): Supports 1D or 2D tensors. Got 3D"),
+    (lambda L: L.cross(L.ones(2, 2), L.ones(2, 2), dim=0),
+     "linalg.cross: inputs dimension 0 must have length 3. Got 2 and 2"),
+    (lambda L: L.cross(L.ones(2, 3), L.ones(3), dim=1), "linalg.cross: inputs must have the same number of dimensions."),
     (lambda L: L.fliplr(L.ones(2)), "Input must be >= 2-d."),
     (lambda L: L.flipud(L.tensor(1.0)), "Input must be >= 1-d."),
     (lambda L: L.unflatten(L.ones(2, 3), 1, (2, 2)),
@@ -381,3 +391,12 @@ def test_an_explicit_rounding_mode_none_records_divbackward2_as_torch(call):
 def test_div_signature_reads_as_torchs():
     from gradcli.ops.registry import FUNCTIONS
     assert FUNCTIONS["div"].signature == "div(input, other, *, rounding_mode=None)"
+
+
+def test_cross_without_dim_takes_the_first_dim_of_length_3_and_warns_as_torch():
+    for lib in (gc, torch):
+        a = lib.tensor([[1.0, 2, 3], [4, 5, 6]])
+        with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg is deprecated"):
+            out = lib.cross(a, a.flip(1))
+        assert out.tolist() == [[-4.0, 8.0, -4.0], [-10.0, 20.0, -10.0]]
+    assert gc.cross(gc.tensor([[1, 2, 3]]), gc.tensor([[4, 5, 6]]), dim=1).dtype.name == "int64"

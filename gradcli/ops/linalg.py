@@ -7,11 +7,11 @@ import numpy as _np
 
 from ..errors import GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1, apply2, apply3
-from ..autograd.tensor import Tensor
+from ..autograd.tensor import Tensor, _wrap_dim
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node, formula_helpers
-from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast
+from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast, _operands
 from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
 
@@ -154,6 +154,61 @@ def trace(input):
     if input.dtype.name == "bool":
         raise KernelTypeError('"trace" not implemented for \'Bool\'')
     return apply1(TraceBackward0, input, input._data)
+
+
+def _cross(xp, a, b, dim):
+    """The cross product along ``dim`` (length 3), broadcasting: torch's kernel's products
+    (a1 b2 - a2 b1, a2 b0 - a0 b2, a0 b1 - a1 b0); NumPy's ufunc-based cross makes the same."""
+    if a.__class__ is _np.ndarray and b.__class__ is _np.ndarray:  # np.cross's operations, without its set-up:
+        take = _np.take  # (a1, a2, a0) * (b2, b0, b1) - (a2, a0, a1) * (b1, b2, b0)
+        out = take(a, _NEXT, axis=dim) * take(b, _AFTER, axis=dim)
+        out -= take(a, _AFTER, axis=dim) * take(b, _NEXT, axis=dim)
+        return out
+    a, b = xp.moveaxis(a, dim, -1), xp.moveaxis(b, dim, -1)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = xp.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return xp.moveaxis(out, -1, dim)
+
+
+_NEXT, _AFTER = _np.array([1, 2, 0]), _np.array([2, 0, 1])
+
+
+def cross_of(F, a, b, dim):
+    """A formula's ``linalg_cross(a, b, dim)``."""
+    return cross(a, b, dim) if F.differentiable else _cross(F.xp, a, b, dim)
+
+
+formula_helpers(cross_of=cross_of)
+LinalgCrossBackward0 = define_node(
+    "LinalgCrossBackward0", inputs=("self", "other"), attrs=("dim",), broadcasts=True, forward=_cross,
+    self="cross_of(F, other, grad, dim)", other="cross_of(F, grad, self, dim)")
+
+
+@op(LinalgCrossBackward0, category="linalg")
+def cross(input, other, dim=None):
+    """The cross product of vectors of length 3 along ``dim`` (None: the first dim of length 3,
+    with torch's deprecation warning), broadcasting the other dims."""
+    for what, value in (("input", input), ("other", other)):
+        if value.__class__ is not Tensor:
+            raise GradTypeError(f"cross(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
+                                f"Tensor, not {type(value).__name__}")
+    if input.ndim != other.ndim:
+        raise ShapeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is None:
+        import warnings
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dim = next((d for d, n in enumerate(input.shape) if n == 3), None)
+        if dim is None:
+            raise ShapeError("no dimension of size 3 in input")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise ShapeError(f"linalg.cross: inputs dimension {d} must have length 3. Got {input.shape[d]} and "
+                         f"{other.shape[d]}")
+    arrays = _operands(input, other, "cross")
+    return apply(LinalgCrossBackward0, (input, other), (d,), arrays)
 
 
 @op(DotBackward0, category="linalg")

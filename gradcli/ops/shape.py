@@ -1029,3 +1029,68 @@ def unflatten(input, dim, sizes):
                          f"({size}) in the input tensor")
     sizes = tuple(size // known if n == -1 else n for n in sizes)
     return reshape(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
+
+
+# -- diag, diag_embed --------------------------------------------------------------------------
+
+def _diag_embed(xp, x, offset, d1, d2):
+    """Zeros with ``x``'s last dim on the diagonal (``offset`` above it) of the planes of the
+    output's dims ``d1`` and ``d2``."""
+    k = x.shape[-1]
+    pad = offset if offset >= 0 else -offset
+    n = k + pad
+    if x.__class__ is _ndarray_type:
+        out = xp.zeros(tuple(x.shape[:-1]) + (n, n), dtype=x.dtype)
+        if k:
+            i = xp.arange(k)
+            rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+            out[..., rows, cols] = x
+    else:  # no assignment through index arrays in the array API: the values picked where the diagonal is
+        values = xp.concat([x, xp.zeros(tuple(x.shape[:-1]) + (pad,), dtype=x.dtype)], axis=-1) if pad else x
+        values = xp.expand_dims(values, axis=-1 if offset >= 0 else -2)
+        out = xp.where(xp.eye(n, k=offset, dtype=xp.bool), values, xp.zeros((), dtype=x.dtype))
+    ndim = out.ndim
+    if (d1, d2) != (ndim - 2, ndim - 1):
+        out = xp.moveaxis(out, (ndim - 2, ndim - 1), (d1, d2))
+    return out
+
+
+def diagonal_of(F, grad, offset, d1, d2):
+    """A formula's ``grad.diagonal(offset, d1, d2)`` (diag_embed's backward)."""
+    if F.differentiable:
+        return diagonal(grad, offset, d1, d2)
+    return DiagonalBackward0.forward(F.xp, grad, offset, d1, d2)
+
+
+formula_helpers(diagonal_of=diagonal_of)
+DiagEmbedBackward0 = define_node("DiagEmbedBackward0", attrs=("offset", "dim1", "dim2"), forward=_diag_embed,
+                                 self="diagonal_of(F, grad, offset, dim1, dim2)")
+# torch.diag of a matrix is diagonal_copy: DiagonalBackward0's formula under torch's name for the copy
+DiagonalBackward0_copy = define_node(
+    "DiagonalBackward0_copy", attrs=("offset", "dim1", "dim2"), self=DiagonalBackward0.derivatives[0][1],
+    forward=lambda xp, x, offset, d1, d2: xp.asarray(DiagonalBackward0.forward(xp, x, offset, d1, d2), copy=True))
+
+
+@op(DiagEmbedBackward0, category="shape")
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose planes of ``dim1`` and ``dim2`` (the output's) hold ``input``'s last dim on their
+    diagonal (``offset`` above it), zeros elsewhere."""
+    n = input.ndim + 1
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    size = input.shape[-1] + abs(offset) if input.ndim else None
+    if size is None:
+        raise DimensionError("Dimension out of range (expected to be in range of [-1, 0], but got -1)")
+    check_numel(tuple(input.shape[:-1]) + (size, size))
+    return apply(DiagEmbedBackward0, (input,), (int(offset), d1, d2))
+
+
+@op(DiagEmbedBackward0, DiagonalBackward0_copy, category="shape")
+def diag(input, diagonal=0):
+    """A vector on a matrix's diagonal (``diagonal`` above it), or a matrix's diagonal as a vector (a copy)."""
+    if input.ndim not in (1, 2):
+        raise ShapeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    return apply(DiagonalBackward0_copy, (input,), (int(diagonal), 0, 1))

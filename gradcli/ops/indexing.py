@@ -131,13 +131,11 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise ShapeError(f"order must be non-negative but got {n}")
     d = _wrap_dim(dim, input.ndim)
-    parts = []
     for extra in (prepend, append):
         if extra is not None and (extra.__class__ is not Tensor or extra.ndim != input.ndim):
             raise ShapeError("diff expects prepend or append to be the same dimension as input")
     if prepend is not None or append is not None:
-        parts = [t for t in (prepend, input, append) if t is not None]
-        input = _shape.cat(parts, d)
+        input = _shape.cat([t for t in (prepend, input, append) if t is not None], d)
     if n == 0:  # torch's zeros_like(input).copy_(input): CopyBackwards
         return _shape.copy_(Tensor._make(input._backend.xp.zeros_like(input._data), input._backend), input)
     for _ in range(n):

@@ -11,7 +11,8 @@ from ..autograd.tensor import Tensor, _wrap_dim
 from .registry import op
 from ..limits import check_flops, check_numel
 from ..autograd.node import define_node, formula_helpers
-from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast, _operands
+from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast, _is_kind, _operands, \
+    _tensor_arguments
 from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
 
@@ -108,12 +109,7 @@ def _trace(xp, x):
         wide = _np.float64 if kind.itemsize >= 4 else _np.float32
         total = _np.add.accumulate(d.astype(wide))[-1] if d.size else wide(0)
         return _np.array(total, dtype=kind)
-    return xp.sum(d, dtype=None if _is_float(xp, d) else xp.int64)
-
-
-def _is_float(xp, a):
-    kind = getattr(a.dtype, "kind", None)
-    return kind == "f" if kind is not None else xp.isdtype(a.dtype, "real floating")
+    return xp.sum(d, dtype=None if _is_kind(xp, d, "f") else xp.int64)
 
 
 def trace_grad(F, grad, sizes):
@@ -189,10 +185,7 @@ LinalgCrossBackward0 = define_node(
 def cross(input, other, dim=None):
     """The cross product of vectors of length 3 along ``dim`` (None: the first dim of length 3,
     with torch's deprecation warning), broadcasting the other dims."""
-    for what, value in (("input", input), ("other", other)):
-        if value.__class__ is not Tensor:
-            raise GradTypeError(f"cross(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
-                                f"Tensor, not {type(value).__name__}")
+    _tensor_arguments("cross", input, other)
     if input.ndim != other.ndim:
         raise ShapeError("linalg.cross: inputs must have the same number of dimensions.")
     if dim is None:

@@ -241,7 +241,6 @@ DivBackward2 = define_node(
 
 
 DivBackward2.opmath_number = True
-_DIVIDE_BY_NUMBER = _by_number(_np.true_divide, _operator.truediv)
 
 
 class _NotGiven:
@@ -955,16 +954,10 @@ XlogyBackward2 = define_node(  # a number as ``other``
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (unless other is NaN), broadcasting; either side may
     be a number; integers give the default float."""
-    if input.__class__ is Tensor:
+    if input.__class__ is Tensor and (other.__class__ is float or other.__class__ is int):
         data = input._data
-        if data.__class__ is _ndarray and data.dtype.kind == "f":  # the usual calls: nothing to cast
-            if other.__class__ is Tensor:
-                db = other._data
-                if db.dtype == data.dtype and (db.shape == data.shape or
-                                               _BROADCASTS.get((data.shape, db.shape)) in (data.shape, db.shape)):
-                    return apply2(XlogyBackward0, input, other, data, db)
-            elif other.__class__ is float or other.__class__ is int:
-                return apply1(XlogyBackward2, input, data, (other,))
+        if data.__class__ is _ndarray and data.dtype.kind == "f":  # the usual call: nothing to cast
+            return apply1(XlogyBackward2, input, data, (other,))
     if input.__class__ is not Tensor:
         if other.__class__ is not Tensor or not isinstance(input, _SCALARS):
             raise GradTypeError(f"xlogy(): argument 'input' must be Tensor or Number, not {type(input).__name__}")
@@ -974,11 +967,17 @@ def xlogy(input, other):
         if not isinstance(other, _SCALARS):
             raise GradTypeError(f"xlogy(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
         return apply(XlogyBackward2, (_float_operand(input, other),), (other,))
-    arrays = _operands(input, other, "xlogy")
-    if not _dt.DTYPES[_dt.result_type((input, other))].is_floating_point:  # integers, bool: the default float
-        dt, xp = input._backend.dtype(_dt.DEFAULTS.float.name), input._backend.xp
-        arrays = [xp.astype(a, dt) for a in (arrays or (input._data, other._data))]
-    return apply(XlogyBackward0, (input, other), (), arrays)
+    return _binary_to_float(XlogyBackward0, input, other, "xlogy")
+
+
+def _binary_to_float(cls, input, other, name):
+    """``_binary`` for two tensors of an op whose integer (or bool) operands give the default float
+    (xlogy, copysign): the float tensors as _binary takes them, else both cast after its checks."""
+    if input.dtype.is_floating_point or other.dtype.is_floating_point:
+        return _binary(cls, input, other, (), name)
+    _operands(input, other, name)  # (devices, broadcasting)
+    dt, xp = input._backend.dtype(_dt.DEFAULTS.float.name), input._backend.xp
+    return apply(cls, (input, other), (), [xp.astype(input._data, dt), xp.astype(other._data, dt)])
 
 
 def _float_operand(t, number):
@@ -1047,11 +1046,7 @@ def copysign(input, other):
         if not isinstance(other, _SCALARS):
             raise GradTypeError(f"copysign(): argument 'other' must be Tensor or Number, not {type(other).__name__}")
         return apply(CopysignBackward1, (_float_operand(input, other),), (other,))
-    arrays = _operands(input, other, "copysign")
-    if not _dt.DTYPES[_dt.result_type((input, other))].is_floating_point:
-        dt, xp = input._backend.dtype(_dt.DEFAULTS.float.name), input._backend.xp
-        arrays = [xp.astype(a, dt) for a in (arrays or (input._data, other._data))]
-    return apply(CopysignBackward0, (input, other), (), arrays)
+    return _binary_to_float(CopysignBackward0, input, other, "copysign")
 
 
 def _nan_to_num(xp, x, nan, posinf, neginf):
@@ -1118,8 +1113,8 @@ def _remainder(xp, a, b):
 def divide_rounded(xp, a, b, mode):
     """``a / b`` rounded as div's ``rounding_mode``: "floor" is floor division (NumPy's, torch's
     algorithm); "trunc" is trunc(a / b) on floats, as torch, and exact on integers."""
-    if mode is None:  # div(..., rounding_mode=None): true division (float16 by a number as DivBackward0's)
-        return _DIVIDE_BY_NUMBER(xp, a, b)
+    if mode is None:  # div(..., rounding_mode=None): DivBackward0's true division
+        return DivBackward0.forward(xp, a, b)
     if mode == "floor":
         return xp.floor_divide(a, b)
     if _is_kind(xp, a, "f") or isinstance(b, float) or hasattr(b, "dtype") and _is_kind(xp, b, "f"):

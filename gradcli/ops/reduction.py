@@ -20,7 +20,8 @@ from ..errors import GradIndexError, GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from .registry import op
 from .pointwise import maximum as _maximum, minimum as _minimum  # max(x, y) and min(x, y)
-from .pointwise import DivBackward0
+from .pointwise import DivBackward0, _is_kind
+from .inplace import scalar_type as _scalar_type
 from .formulas import cumulative, scalar_log
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor, _wrap_dim
@@ -601,15 +602,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 def _nansum(xp, x, dim, keepdim):
     """sum with NaNs as zeros, in sum's order (integers: int64)."""
-    if _is_float_array(xp, x):
+    if _is_kind(xp, x, "f"):
         x = xp.where(xp.isnan(x), xp.zeros_like(x), x)
         return array_sum(xp, x, dim, keepdim)
     return array_sum(xp, xp.astype(x, xp.int64), dim, keepdim)
-
-
-def _is_float_array(xp, x):
-    kind = getattr(x.dtype, "kind", None)
-    return kind == "f" if kind is not None else xp.isdtype(x.dtype, "real floating")
 
 
 NansumBackward0 = define_node(  # nansum_backward: sum's, zero where the input is NaN
@@ -631,15 +627,12 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     input = _cast_for(input, dtype)
     if not input.dtype.is_floating_point:
         raise RuntimeTypeError(f"nanmean(): expected input to have floating point or complex dtype but got "
-                               f"{_SCALAR_NAMES.get(input.dtype.name, input.dtype.name)}")
+                               f"{_scalar_type(input.dtype)}")
     d = None if dim is None else _reduce_scalar_dim(input, dims(dim, input.ndim))
     total = apply1(NansumBackward0, input, input._data, (d, bool(keepdim)))
     xp = input._backend.xp  # the count of numbers: torch's isnan(x).logical_not().sum(dim, keepdim), an int64
     count = array_sum(xp, xp.astype(xp.logical_not(xp.isnan(input._data)), xp.int64), d, bool(keepdim))
     return total / Tensor._make(xp.asarray(count), input._backend)
-
-
-_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "bool": "Bool"}
 
 
 @op(MeanBackward0, MeanBackward1, category="reduction")

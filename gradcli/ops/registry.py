@@ -161,11 +161,11 @@ def _register_inplace(fn, fname: str, inplace, differentiable: bool = True) -> N
         inplace_variant(fn, iname))
 
 
-def alias(name: str, target, *, inplace: bool = False, method: bool = True, namespaces: tuple | None = None):
+def alias(name: str, target, *, inplace: bool = False):
     """torch's other spelling of a registered op (``torch.multiply`` for ``mul``, ``x.arcsin()``
-    for ``asin``): the op itself under ``name`` -- its nodes, its checks, its messages -- as a
-    function and a method (``method``), and ``name_`` in place where torch has that too
-    (``inplace``: ``x.multiply_(y)`` records MulBackward0). ``namespaces``: the op's own unless given."""
+    for ``asin``): the op itself under ``name`` -- its nodes, its checks, its messages, its
+    namespaces -- as a function and a method, and ``name_`` in place where torch has that too
+    (``inplace``: ``x.multiply_(y)`` records MulBackward0)."""
     info = BY_FUNCTION[target]
     own = f"{info.name}("
 
@@ -180,8 +180,8 @@ def alias(name: str, target, *, inplace: bool = False, method: bool = True, name
             raise
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Alias of {info.name}: {info.doc}"
-    fn = op(*info.nodes, method=method, differentiable=info.differentiable, category=info.category,
-            namespaces=info.namespaces if namespaces is None else namespaces, inplace=inplace)(fn)
+    fn = op(*info.nodes, differentiable=info.differentiable, category=info.category, namespaces=info.namespaces,
+            inplace=inplace)(fn)
     FUNCTIONS[name].alias_of = info.name
     if inplace:
         FUNCTIONS[name + "_"].alias_of = info.name + "_"

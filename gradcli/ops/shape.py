@@ -301,8 +301,8 @@ def movedim(input, source, destination):
         del order[s]
         order.insert(d, s)
         return view_of(PermuteBackward0, input, (tuple(order),))
-    src = _dims_arg("movedim", "source", source)
-    dst = _dims_arg("movedim", "destination", destination)
+    src = _ints("movedim", "source", source)
+    dst = _ints("movedim", "destination", destination)
     if len(src) != len(dst):
         raise ShapeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should contain "
                          f"the same number of dims as destination ({list(dst)} dims)")
@@ -319,14 +319,6 @@ def movedim(input, source, destination):
     rest = iter(d for d in range(n) if d not in src)
     order = tuple(next(rest) if o == -1 else o for o in order)
     return view_of(PermuteBackward0, input, (order,))
-
-
-def _dims_arg(name, arg, value):
-    if value.__class__ is int:
-        return (value,)
-    if isinstance(value, (list, tuple)) and all(v.__class__ is int for v in value):
-        return tuple(value)
-    raise GradTypeError(f"{name}(): argument '{arg}' must be tuple of ints, not {type(value).__name__}")
 
 
 @op(ViewBackward0, CloneBackward0, category="shape")
@@ -1079,9 +1071,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
         raise ShapeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    size = input.shape[-1] + abs(offset) if input.ndim else None
-    if size is None:
+    if not input.ndim:
         raise DimensionError("Dimension out of range (expected to be in range of [-1, 0], but got -1)")
+    size = input.shape[-1] + abs(offset)
     check_numel(tuple(input.shape[:-1]) + (size, size))
     return apply(DiagEmbedBackward0, (input,), (int(offset), d1, d2))
 

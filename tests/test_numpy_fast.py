@@ -327,3 +327,14 @@ def test_take_along_axis(key):
                 _check("take_along_axis", a, first, axis)  # fewer along the axis: broadcast elsewhere
         _check("take_along_axis", a, np.zeros(a.shape, np.int64), axis)
     _check("take_along_axis", a, np.zeros(a.shape, np.float32), 0)  # not integers: NumPy's error
+
+
+@pytest.mark.parametrize("key", list(_arrays()))
+def test_take(key):
+    a = _arrays()[key]
+    for axis in [None, *range(-a.ndim - 1, a.ndim + 1)]:
+        for indices in (np.array([1, 0, 1]), np.array([[0], [-1]]), [0, 2], 1, np.array([0.5])):
+            _check("take", a, indices, axis)
+            _check("take", a, indices, axis, mode="clip")
+    _check("take", [[1, 2], [3, 4]], [1], 0)  # not an array: NumPy's own
+    _check("take", np.float32(2.5), 0)  # a NumPy scalar too

@@ -172,6 +172,13 @@ class NumPyNamespace:
         return _cumulative(_np.multiply, _np.cumulative_prod, x, axis, dtype, out, include_initial)
 
     @staticmethod
+    def take(a, indices, axis=None, out=None, mode="raise"):
+        """np.take: the ndarray's own method, which np.take calls through its dispatch wrapper."""
+        if a.__class__ is _ndarray:
+            return a.take(indices, axis=axis, out=out, mode=mode)
+        return _np.take(a, indices, axis=axis, out=out, mode=mode)
+
+    @staticmethod
     def take_along_axis(arr, indices, axis=-1):
         """np.take_along_axis: ``arr[key]``, the key's aranges along the other axes kept per shape."""
         if arr.__class__ is _ndarray and indices.__class__ is _ndarray and axis.__class__ is int \

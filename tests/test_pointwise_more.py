@@ -200,3 +200,41 @@ def test_operators_reach_the_ops_with_numbers_on_either_side():
             warnings.simplefilter("ignore")
             o, w = fn(x), fn(t)
         assert str(o) == str(w)
+
+
+# torch's pow by a number specialises 0.5, 2, 3, -0.5, -1, -2 on float32/float64 (sqrt, x*x, x*x*x,
+# 1/sqrt, 1/x, 1/(x*x)); any other exponent is its vectorised pow, and its vectorised sqrt is not
+# IEEE's either (1% of random doubles differ in the last bit): no bits to match for those.
+# (exponent, forward's bits, backward's bits): the backward's power is exponent - 1
+POWERS = [(2, True, True), (2.0, True, True), (3, True, True), (-1, True, True), (-2, True, False),
+          (4, False, True), (0.5, False, False), (-0.5, False, False), (1.5, False, False)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("exponent, forward, backward", POWERS)
+def test_pow_by_a_number_bit_exact(dtype, exponent, forward, backward):
+    """PowBackward0's forward and ``exponent * self.pow(exponent - 1)`` (a square's as ``self * 2``,
+    one pass fewer) with torch's bits on random values and the special ones, plain and under
+    create_graph, where torch's kernels are exact."""
+    rng = np.random.default_rng(7)
+    data = np.concatenate([rng.standard_normal(200) * 50, [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, 6e4, 1.5]])
+    data = data.astype(dtype)
+    seed = rng.standard_normal(data.shape).astype(dtype)
+    x, t = gc.tensor(data, requires_grad=True), torch.tensor(data, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y, ty = x ** exponent, t ** exponent
+        if forward:
+            np.testing.assert_array_equal(y.detach().numpy(), ty.detach().numpy())
+        else:  # within torch's kernels' own error
+            np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=4e-7 if dtype == "float32" else 1e-15)
+        (y * gc.tensor(seed)).sum().backward()
+        (ty * torch.tensor(seed)).sum().backward()
+        g, = gc.autograd.grad((x ** exponent).sum(), x, create_graph=True)
+    tg, = torch.autograd.grad((t ** exponent).sum(), t, create_graph=True)
+    assert graph_names(g) == graph_names(tg)
+    if backward:
+        np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+        np.testing.assert_array_equal(g.detach().numpy(), tg.detach().numpy())
+    else:  # within torch's pow's own error
+        np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=4e-7 if dtype == "float32" else 1e-15)

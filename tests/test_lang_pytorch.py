@@ -257,6 +257,17 @@ def test_a_program_ending_in_a_loop_gets_no_implicit_backward():
     ("import torch\ntorch.frobnicate(1)", "name", "module 'torch' has no attribute 'frobnicate'"),
     ("from torch import onez", "name", "cannot import name 'onez' from 'torch' in gradcli; did you mean 'ones'?"),
     ("import torch\ntorch(1)", "type", "'module' object is not callable"),
+    ("import torch\ntorch.view(ones(2, 3), 6)", "name", "module 'torch' has no attribute 'view'"),
+    ("import torch\ntorch.permute(ones(2, 3), 1, 0)", "type", "permute() takes 2 positional arguments but 3 were given"),
+    ("import torch\ntorch.reshape(ones(2, 3), 6)", "type",
+     "reshape(): argument 'shape' (position 2) must be tuple of ints, not int"),
+    ("from torch import tile\ntile(ones(2, 3), 2)", "type", "tile(): argument 'dims' (position 2) must be tuple of ints, not int"),
+    ("import torch\ntorch.flip(ones(2, 3), 0)", "type", "flip(): argument 'dims' (position 2) must be tuple of ints, not int"),
+    ("import torch\ntorch.broadcast_to(ones(3), 2, 3)", "type", "broadcast_to() takes 2 positional arguments but 3 were given"),
+    ("import torch\ntorch.broadcast_to(ones(3), siz=(2, 3))", "type",
+     "broadcast_to() got an unexpected keyword argument 'siz'"),
+    ("import torch\ntorch.expand(ones(1), 2)", "name", "module 'torch' has no attribute 'expand'"),
+    ("import torch\ntorch.cuda.is_grad_enabled()", "name", "module 'torch.cuda' has no attribute 'is_grad_enabled'"),
     ("def f(a):\n    return a\nf()", "type", "f() missing 1 required positional argument: 'a'"),
     ("def f(a):\n    return a\nf(1, 2)", "type", "f() takes 1 positional argument but 2 were given"),
     ("def f(a):\n    return a\nf(b=1)", "type", "f() got an unexpected keyword argument 'b'"),
@@ -396,6 +407,20 @@ while True:
     if k == 4:
         break
 print(out, k, [p[0] for p in pairs], -7 // 2, -7 % 3, 2 ** -1, 10 / 4)
+""",
+    "shape ops' sizes by torch's keywords, and the methods' forms": """
+import torch
+x = torch.arange(6.0, requires_grad=True)
+m = x.view(size=(2, 3))
+a = torch.permute(m, dims=(1, 0))
+b = m.permute(dims=(1, 0)) * torch.reshape(a, shape=(3, 2))
+c = torch.tile(m, dims=(2,)) + torch.broadcast_to(m[0], size=(2, 3)).repeat(repeats=(1, 2))
+d = m[:1].expand(size=(2, 3)) * m.reshape(shape=(2, 3)) + m.new_ones(size=(3,)) + torch.flip(m, dims=(0,))
+e = m.permute(1, 0) + m.reshape(3, 2) + m.flip(0, 1).view(3, 2) + m.tile(1, 1).t()
+(b.sum() + c.sum() + d.sum() + e.sum()).backward()
+print(a, b, c, d, e, x.grad)
+print(b.grad_fn.name(), [f.name() for f, _ in c.grad_fn.next_functions],
+      [f.name() for f, _ in d.grad_fn.next_functions[0][0].next_functions if f is not None])
 """,
 }
 
@@ -547,3 +572,23 @@ def test_docstrings_and_triple_quoted_strings():
                   'print(f(torch.ones(2, requires_grad=True)))\n')
     code, doc = run('x = """never closed\nprint(1)')
     assert code == 2 and doc["error"]["kind"] == "syntax"
+
+
+@pytest.mark.parametrize("module", ["torch", "torch.nn", "torch.nn.functional", "torch.autograd",
+                                    "torch.autograd.functional", "torch.autograd.graph", "torch.cuda"])
+def test_every_member_of_a_torch_module_is_torchs(module):
+    """A program reaches nothing through ``torch.`` that torch lacks (the dialect's bare ``view(x, 6)``
+    is no ``torch.view``: a learner's code that runs here runs under torch)."""
+    torch = pytest.importorskip("torch")
+    from gradcli.lang import modules
+    found = torch
+    for part in module.split(".")[1:]:
+        found = getattr(found, part)
+    assert sorted(n for n in modules.members(module) if not hasattr(found, n)) == []
+
+
+def test_a_method_reached_through_torch_names_the_method(capsys, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert main(["eval", "import torch\ny = torch.view(ones(2, 3), 6)"]) == 2
+    assert "hint: in torch, view is a Tensor method: x.view(...)" in capsys.readouterr().err
+    assert main(["eval", "y = view(ones(2, 3), 6)", "--json"]) == 0  # the dialect's bare name stays

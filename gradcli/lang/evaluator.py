@@ -799,6 +799,9 @@ class Evaluator(Statements):
         except GradcliError:
             raise
         except (TypeError, AttributeError, KeyError) as exc:
+            moved = sandbox.sequence_keyword(fn, args, kwargs) if kwargs and exc.__class__ is TypeError else None
+            if moved is not None:  # x.view(size=(2, 3))
+                return sandbox.call(target, *moved)
             err = sandbox.call_error(fn, args, kwargs, exc)
             if err is exc:
                 raise

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..autograd.grad_mode import STATE as _GRAD, inference_mode
+from ..autograd.grad_mode import inference_mode
 from ..backend.dtypes import DTYPES, device
 from ..errors import DeviceError, GradcliError, GradNameError, GradTypeError
 from ..ops import registry
@@ -57,6 +57,36 @@ class Module:
 
 
 _MODULES: dict = {}
+
+# Bare names of the dialect (``view(x, 6)``) that torch has as Tensor methods only, and the
+# autograd.graph member: ``torch.view(x, 6)`` fails in torch, so it fails here (tests/test_lang_pytorch.py
+# checks every member of the torch modules against torch's own).
+_METHODS_ONLY = ("view", "expand", "expand_as", "to", "copy_")
+# torch's function forms take these sizes as one sequence, where the Tensor methods (and the
+# dialect's bare names) take them one by one too: torch.permute(x, (1, 0)), x.permute(1, 0)
+_ONE_SEQUENCE = {"permute": "dims", "reshape": "shape", "tile": "dims", "flip": "dims", "broadcast_to": "size"}
+
+
+def _function_form(name: str, param: str, fn):
+    """``torch.<name>``: ``fn`` refusing the methods' forms with torch's words (``torch.permute(x, 1, 0)``)."""
+    def function(*args, **kwargs):
+        if len(args) > 2:
+            raise GradTypeError(f"{name}() takes 2 positional arguments but {len(args)} were given")
+        if len(args) == 2 and args[1].__class__ is int:
+            raise GradTypeError(f"{name}(): argument '{param}' (position 2) must be tuple of ints, not int")
+        return fn(*args, **kwargs)
+    found = _FUNCTION_FORMS.get(fn)
+    if found is None:
+        function.__name__ = function.__qualname__ = name
+        found = _FUNCTION_FORMS[fn] = function
+        registry.BY_FUNCTION[function] = registry.BY_FUNCTION[fn]  # its signature, for messages
+    return found
+
+
+_FUNCTION_FORMS: dict = {}  # an op's function -> its torch.<name> form, made once
+
+_NOT_IN_TORCH = {**{f"torch.{name}": f"in torch, {name} is a Tensor method: x.{name}(...)" for name in _METHODS_ONLY},
+                 "torch.saved_tensors_hooks": "it is torch.autograd.graph.saved_tensors_hooks"}
 
 
 def _cuda_available() -> bool:
@@ -135,8 +165,12 @@ def _torch_members() -> dict:
     from .sandbox import BUILTINS, PYTHON_BUILTINS, registered_builtins
     registered_builtins()
     members = {name: BuiltinRef(name, fn) for name, fn in BUILTINS.items() if name not in _PYTHON_BUILTINS
-               and name not in PYTHON_BUILTINS and name not in ("backward", "grad")}
+               and name not in PYTHON_BUILTINS and name not in ("backward", "grad", "saved_tensors_hooks")}
     members.update(_ops_in("torch"))
+    for name in _METHODS_ONLY:  # bare names of the dialect, Tensor methods in torch: no torch.view
+        members.pop(name, None)
+    for name, param in _ONE_SEQUENCE.items():
+        members[name] = BuiltinRef(name, _function_form(name, param, members[name].fn))
     members.update(_DTYPE_NAMES)
     members.update(_NUMBERS)
     members["device"] = BuiltinRef("device", _device)
@@ -178,8 +212,7 @@ def _graph_members() -> dict:
 
 def _cuda_members() -> dict:
     members = {"is_available": BuiltinRef("is_available", _cuda_available),
-               "device_count": BuiltinRef("device_count", lambda: 1 if _cuda_available() else 0),
-               "is_grad_enabled": BuiltinRef("is_grad_enabled", lambda: _GRAD.enabled)}
+               "device_count": BuiltinRef("device_count", lambda: 1 if _cuda_available() else 0)}
     from ..ops.legacy import cuda
     members.update({n: BuiltinRef(n, getattr(cuda, n)) for n in ("FloatTensor", "DoubleTensor", "LongTensor")})
     members.update(_ops_in("torch.cuda"))
@@ -238,7 +271,7 @@ def member(module: Module, attr: str):
     full = f"{module.name}.{attr}"
     if full in registry.NAMESPACES:  # a submodule that ops declared themselves in (torch.linalg)
         return Module.of(full)
-    hint = _HINTS.get(full) or _HINTS.get(module.name)
+    hint = _HINTS.get(full) or _NOT_IN_TORCH.get(full) or _HINTS.get(module.name)
     if hint is None and module.name == "torch.nn":
         hint = _BEYOND
     from .sandbox import suggest

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
+import re
 
 from ..autograd.engine import backward as _backward, grad as _grad
 from ..autograd.grad_mode import STATE as _GRAD, enable_grad, no_grad, set_grad_enabled
@@ -460,10 +461,33 @@ def call(fn, args, kwargs):
     except GradcliError:
         raise
     except (TypeError, AttributeError, KeyError) as exc:
+        moved = sequence_keyword(fn, args, kwargs) if kwargs and exc.__class__ is TypeError else None
+        if moved is not None:
+            return call(fn, *moved)
         err = call_error(fn, args, kwargs, exc)
         if err is exc:
             raise
         raise err from None
+
+
+# torch's keyword for the sizes a shape op takes as ``*args`` where it is not the parameter's own name
+_SEQUENCE_KEYWORDS = {"view": "size", "expand": "size"}
+
+
+def sequence_keyword(fn, args, kwargs):
+    """``(args, kwargs)`` for an op that takes its sizes as ``*args`` (``x.view(2, 3)``) called with
+    torch's keyword for them (``x.view(size=(2, 3))``, ``torch.permute(x, dims=(1, 0))``,
+    ``x.new_ones(size=(2,))``): the sequence moved to its place; None for any other call. Only tried
+    once the call has failed: Python refuses that keyword before the op runs."""
+    info = registry.BY_FUNCTION.get(fn)
+    if info is None or len(args) != 1:
+        return None
+    star = next((p[1:] for p in info.parameters if p[:1] == "*" and p[:2] != "**" and p != "*"), None)
+    key = _SEQUENCE_KEYWORDS.get(info.name, star)
+    if star is None or key not in kwargs:
+        return None
+    rest = dict(kwargs)
+    return (args[0], rest.pop(key)), rest
 
 
 def call_error(fn, args, kwargs, exc: Exception) -> Exception:
@@ -502,10 +526,12 @@ def _wrong_argument(fn, args, kwargs):
 
 
 def _clean_type_error(exc: TypeError) -> str:
-    text = str(exc)
-    for prefix in ("_lang_backward()", "Tensor.", "_to()"):
-        text = text.replace(prefix, prefix.lstrip("_").replace("lang_", ""))
-    return text
+    """Python's words for a wrong call, with gradcli's own function names as torch's: ``_to()`` is
+    ``to()`` (but ``broadcast_to()`` stays), ``_lang_backward()`` is ``backward()``."""
+    return _INNER_NAMES.sub(lambda m: m.group(0)[1:].replace("lang_", ""), str(exc))
+
+
+_INNER_NAMES = re.compile(r"(?<![A-Za-z0-9_])(?:_lang_backward|_to)\(\)")
 
 
 registered_builtins()  # the tables as the ops declared at import make them

@@ -937,6 +937,10 @@ def xlogy_forward(xp, x, y):
     if y.__class__ is _ndarray or y.__class__ is float or y.__class__ is int:
         if x.__class__ is _ndarray:
             return _xlogy_numpy(x, y)
+    if x.dtype == xp.float32 or x.dtype == xp.float64:
+        special = _cuda_special(xp)  # CUDA: scipy's xlogy, torch's cases (NaN for a NaN y, else 0 at x = 0), one kernel
+        if special is not None and (not hasattr(y, "dtype") or y.dtype == x.dtype):
+            return special.xlogy(x, y if hasattr(y, "dtype") else x.dtype.type(y))
     if not hasattr(y, "dtype"):
         y = xp.asarray(y, dtype=x.dtype)
     out = xp.where(x == 0, xp.zeros_like(x * y), x * xp.log(y))

@@ -59,6 +59,7 @@ def environment(lib):
         "h": leaf([[0.45, -0.3], [0.2, 0.8]]),  # inside (-1, 1): asin, acos, atanh
         "u": leaf([[1.1, 1.6], [1.3, 1.9]]),  # above 1: acosh
         "u3": leaf([[0.7, 1.0, 0.5], [0.9, 1.1, 1.3]]),  # m's shape, for cross
+        "p": leaf([[0.25, 0.6], [0.4, 0.9]]),  # inside (0, 1): logit
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
         "mask": lib.tensor([[True, False], [False, True]]),
@@ -200,6 +201,14 @@ RECIPES = {
     "diag": [("diag(row)", lambda L, e: L.diag(e["row"])), ("x.diag()", lambda L, e: e["x"].diag())],
     "diag_embed": [("diag_embed(row, 1)", lambda L, e: L.diag_embed(e["row"], 1))],
     "cross": [("cross(m, u3, dim=1)", lambda L, e: L.cross(e["m"], e["u3"], dim=1))],
+    "kron": [("kron(x, y)", lambda L, e: L.kron(e["x"], e["y"]))],
+    "rot90": [("x.rot90()", lambda L, e: e["x"].rot90()), ("rot90(m, 2)", lambda L, e: L.rot90(e["m"], 2))],
+    "repeat_interleave": [("x.repeat_interleave(2, dim=0)", lambda L, e: e["x"].repeat_interleave(2, dim=0)),
+                          ("row.repeat_interleave(2)", lambda L, e: e["row"].repeat_interleave(2))],
+    "logit": [("logit(p)", lambda L, e: L.logit(e["p"])), ("p.logit(0.3)", lambda L, e: e["p"].logit(0.3))],
+    "logit_": [("p * 1 then logit_()", lambda L, e: (e["p"] * 1).logit_())],
+    "sinc": [("sinc(x)", lambda L, e: L.sinc(e["x"]))],
+    "sinc_": [("x * 1 then sinc_()", lambda L, e: (e["x"] * 1).sinc_())],
     "unflatten": [("x.unflatten(1, (2, 1))", lambda L, e: e["x"].unflatten(1, (2, 1)))],
     "diff": [("diff(x)", lambda L, e: L.diff(e["x"]))],
     "fmax": [("fmax(x, y)", lambda L, e: L.fmax(e["x"], e["y"]))],

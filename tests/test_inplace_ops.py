@@ -71,6 +71,7 @@ CASES = {
     "true_divide_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {}), X),
     "nan_to_num_": (lambda m: ((), {"posinf": 3.0}), X),
     "copysign_": (lambda m: ((m.tensor(OTHER, requires_grad=True),), {}), X),
+    "logit_": (lambda m: ((), {"eps": 0.25}), UNIT), "sinc_": (_no_args, X),
 }
 # Outputs their backward reads (torch saves the result): changing them again fails backward.
 SAVES_RESULT = ("exp_", "sigmoid_", "tanh_", "relu_", "sqrt_", "rsqrt_", "tan_", "reciprocal_", "exp2_")

@@ -4,6 +4,7 @@ ravel, and torch's other spellings (arcsin, multiply, swapaxes...): values, grad
 names and next_functions against torch, in place too, and torch's messages."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -115,6 +116,26 @@ CASES = {
     "diag_embed": lambda L, x, y: L.diag_embed(x, -1, 0, 2),
     "cross": lambda L, x, y: L.cross(x, y, dim=1),
     "cross broadcast": lambda L, x, y: x.cross(y[:1], dim=-1),
+    # the third round: turns, repeats, Kronecker products, logit, sinc
+    "rot90": lambda L, x, y: L.rot90(x),
+    "rot90 k3 dims": lambda L, x, y: L.rot90(x, 3, [1, 0]),
+    "rot90 method k2": lambda L, x, y: x.rot90(2),
+    "rot90 k0": lambda L, x, y: L.rot90(x, 0),
+    "rot90 negative k 3d": lambda L, x, y: L.rot90(x.reshape(1, 2, 3), -1, (2, -3)),
+    "repeat_interleave": lambda L, x, y: L.repeat_interleave(x, 2),
+    "repeat_interleave dim": lambda L, x, y: x.repeat_interleave(3, dim=1),
+    "repeat_interleave transposed": lambda L, x, y: x.t().repeat_interleave(2, dim=-1),
+    "repeat_interleave tensor": lambda L, x, y: x.repeat_interleave(L.tensor([2, 0]), dim=0),
+    "repeat_interleave one repeat": lambda L, x, y: x.repeat_interleave(L.tensor(2), dim=1),
+    "kron": lambda L, x, y: L.kron(x, y),
+    "kron vector matrix": lambda L, x, y: L.kron(x[0], y),
+    "kron method": lambda L, x, y: x.kron(y[1].reshape(3, 1)),
+    "logit": lambda L, x, y: L.logit(x * 0.3 + 0.5),
+    "logit outside": lambda L, x, y: L.logit(x),
+    "logit eps": lambda L, x, y: x.logit(0.2),
+    "logit_": lambda L, x, y: (x * 0.1 + 0.5).logit_(),
+    "sinc": lambda L, x, y: L.sinc(x),
+    "sinc_": lambda L, x, y: (x * 1).sinc_(),
 }
 
 
@@ -400,3 +421,82 @@ def test_cross_without_dim_takes_the_first_dim_of_length_3_and_warns_as_torch():
             out = lib.cross(a, a.flip(1))
         assert out.tolist() == [[-4.0, 8.0, -4.0], [-10.0, 20.0, -10.0]]
     assert gc.cross(gc.tensor([[1, 2, 3]]), gc.tensor([[4, 5, 6]]), dim=1).dtype.name == "int64"
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("call", [lambda L, t: L.logit(t), lambda L, t: L.logit(t, 0.3), lambda L, t: t.logit(-1.0),
+                                  lambda L, t: L.sinc(t), lambda L, t: L.sinc(t * 3)])
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_logit_sinc_special_values_and_second_derivatives_as_torch(dtype, call, create_graph):
+    """torch's kernels at 0, 1, outside [0, 1] and NaN (logit: NaN or 0 gradients outside, as
+    logit_backward, or as its infinitely differentiable form under create_graph), and its graph of
+    the gradient (sinc_backward's where, logit's SubBackward0 for 1 - x)."""
+    values = [0.0, 1.0, -0.5, 0.25, 1.5, math.nan, 0.05, 0.97, -2.0, 3.5, 1e-8]
+    seen = []
+    for lib in (gc, torch):
+        dt = getattr(lib, dtype)
+        x = lib.tensor(values, dtype=dt, requires_grad=True)
+        out = call(lib, x)
+        seed = lib.arange(float(len(values)), dtype=dt) - 3
+        g, = lib.autograd.grad((out * seed).sum(), x, create_graph=create_graph)
+        names = None
+        if create_graph:
+            names, queue = [], [g.grad_fn]
+            while queue:
+                node = queue.pop(0)
+                names.append(None if node is None else type(node).__name__.split("::")[-1])
+                if node is not None:
+                    queue.extend(f for f, _ in node.next_functions)
+        seen.append((np.array(out.detach().tolist()), np.array(g.detach().tolist()), names, type(out.grad_fn).__name__))
+    (ours, our_grad, our_names, our_node), (theirs, their_grad, their_names, their_node) = seen
+    rtol = {"float16": 2e-3, "float32": 3e-7, "float64": 0}[dtype]
+    np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=0)
+    np.testing.assert_allclose(our_grad, their_grad, rtol=rtol * 2, atol=0)
+    assert (our_names, our_node) == (their_names, their_node)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda L, x: L.rot90(x, 1, [0]), "expected total rotation dims == 2, but got dims = 1"),
+    (lambda L, x: L.rot90(x[0]), "expected total dims >= 2, but got total dims = 1"),
+    (lambda L, x: L.rot90(x, 1, [0, -2]), "expected rotation dims to be different, but got dim0 = 0 and dim1 = -2"),
+    (lambda L, x: L.rot90(x, 1, [0, 2]), "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda L, x: L.rot90(x, 1.5), "rot90(): argument 'k' (position 2) must be int, not float"),
+    (lambda L, x: x.repeat_interleave(-1), "Repeats must be non-negative"),
+    (lambda L, x: x.repeat_interleave(L.tensor([1, 2, 3]), dim=0),
+     "repeats must have the same size as input along dim, but got repeats.size(0) = 3 and input.size(0) = 2"),
+    (lambda L, x: x.repeat_interleave(L.tensor([[1]]), dim=0), "repeats must be 0-dim or 1-dim tensor"),
+    (lambda L, x: x.repeat_interleave(2, dim=0, output_size=5), "repeat_interleave: Invalid output_size, expected 4 but got 5"),
+    (lambda L, x: L.repeat_interleave(L.tensor([1.0, 2.0])), "\"repeat_interleave_cpu\" not implemented for 'Float'"),
+    (lambda L, x: L.repeat_interleave(L.tensor([1, -2])), "repeats can not be negative"),
+])
+def test_messages_as_torch(call, message):
+    with pytest.raises(Exception, match="^" + re.escape(message)):
+        call(torch, torch.ones(2, 3))
+    with pytest.raises(Exception, match="^" + re.escape(message)):
+        call(gc, gc.ones(2, 3))
+
+
+def test_repeat_interleave_of_repeats_alone_is_the_indices():
+    for counts in ([2, 0, 3], [], [1]):
+        ours = gc.repeat_interleave(gc.tensor(counts, dtype=gc.int64))
+        theirs = torch.repeat_interleave(torch.tensor(counts, dtype=torch.int64))
+        assert ours.tolist() == theirs.tolist() and ours.dtype.name == "int64"
+
+
+@pytest.mark.parametrize("make", [lambda x: x.t(), lambda x: x.t()[::2], lambda x: x[:, ::2],
+                                  lambda x: x.unsqueeze(0).expand(2, 2, 3), lambda x: x.t().unsqueeze(0).expand(2, 3, 2),
+                                  lambda x: x.reshape(1, 2, 3).permute(2, 0, 1), lambda x: x.flip(1)])
+def test_clone_keeps_torchs_stride_order(make):
+    """clone (preserve_format) lays the copy out as torch's infer_dense_strides does, which the views
+    of the copy show: a transposed copy of a transposed tensor, row-major for an expanded one."""
+    seen = []
+    for lib in (gc, torch):
+        c = make(lib.arange(6.0).reshape(2, 3)).clone()
+        outcomes = []
+        for view in (lambda t: t.view(-1), lambda t: t.t().reshape(-1) if t.ndim == 2 else t.transpose(0, 1).view(-1)):
+            try:
+                outcomes.append(view(c).tolist())
+            except Exception as exc:  # noqa: BLE001 - where the strides forbid a view: the message
+                outcomes.append(str(exc).split(".")[0])
+        seen.append([c.is_contiguous()] + outcomes)
+    assert seen[0] == seen[1]

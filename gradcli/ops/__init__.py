@@ -16,7 +16,13 @@ from .nn_functional import (elu_backward, gelu_backward, hardtanh_backward, leak
                             log_sigmoid_backward, softplus_backward)
 from .pointwise import rsub, sigmoid_backward, tanh_backward, threshold_backward  # noqa: F401
 from .reduction import log_softmax_backward, softmax_backward  # noqa: F401
-from .registry import FUNCTIONS
+from .registry import FUNCTIONS, module_form
+
+# torch.special: the ops gradcli has under their special names (logit and sinc declare it themselves)
+for _name, _special in [("erf", "erf"), ("erfc", "erfc"), ("expm1", "expm1"), ("exp2", "exp2"), ("log1p", "log1p"),
+                        ("xlogy", "xlogy"), ("logsumexp", "logsumexp"), ("round", "round"), ("softmax", "softmax"),
+                        ("log_softmax", "log_softmax"), ("sigmoid", "expit")]:
+    module_form("torch.special", FUNCTIONS[_name].fn, _special)
 
 globals().update({name: info.fn for name, info in FUNCTIONS.items()})
 __all__ = list(FUNCTIONS)

@@ -25,7 +25,7 @@ TORCH_FUNCTIONS = frozenset(
     "square_ reciprocal_ log1p_ tan_ rsqrt_".split()
     + "exp2_ log2_ log10_ sinh_ cosh_ asin_ acos_ atan_ erf_ floor_ ceil_ trunc_ round_ frac_".split()
     + "asinh_ acosh_ atanh_ expm1_ erfc_ deg2rad_ rad2deg_ xlogy_ arcsin_ arccos_ arctan_ arcsinh_ arccosh_ "
-      "arctanh_ negative_ fix_ nan_to_num_".split())
+      "arctanh_ negative_ fix_ nan_to_num_ logit_ sinc_".split())
 
 
 def inplace_variant(outplace, name: str):

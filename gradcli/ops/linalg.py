@@ -13,7 +13,7 @@ from ..limits import check_flops, check_numel
 from ..autograd.node import define_node, formula_helpers
 from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast, _is_kind, _operands, \
     _tensor_arguments
-from .shape import (SqueezeBackward4, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
+from .shape import (SqueezeBackward4, UnsafeViewBackward0, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
                     squeeze, t, transpose, unsqueeze, view_of)
 
 _NDARRAY = _np.ndarray
@@ -414,4 +414,21 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if input.__class__ is Tensor and mat1.__class__ is Tensor and mat2.__class__ is Tensor:
         return apply3(AddmmBackward0, input, mat1, mat2, input._data, da, db, (beta, alpha))
     return apply(AddmmBackward0, (input, mat1, mat2), (beta, alpha))
+
+
+@op(UnsafeViewBackward0, MulBackward0, category="linalg")
+def kron(input, other):
+    """The Kronecker product: every element of ``input`` times the whole of ``other``, laid out in
+    blocks (torch's: both viewed with interleaved ones, multiplied, viewed as the product's shape)."""
+    _tensor_arguments("kron", input, other)
+    n = max(input.ndim, other.ndim)
+    pa, pb = n - input.ndim, n - other.ndim
+    a_shape, b_shape, out_shape = [], [], []
+    for i in range(n):
+        sa = input.shape[i - pa] if i >= pa else 1
+        sb = other.shape[i - pb] if i >= pb else 1
+        a_shape += [sa, 1]
+        b_shape += [1, sb]
+        out_shape.append(sa * sb)
+    return _unsafe_view(_unsafe_view(input, a_shape) * _unsafe_view(other, b_shape), out_shape)
 

@@ -13,7 +13,7 @@ import operator as _operator
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number as _half_by_number, least as _least, \
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number as _half_by_number, greatest as _greatest, least as _least, \
     scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
@@ -129,13 +129,25 @@ AddBackward0 = define_node(
 # The Scalar overloads torch's derivative formulas record (``self + 1``, ``grad * 2``): under
 # create_graph, gradcli's formulas record them too (``_GRAD.formula``); elsewhere a number is
 # wrapped into a tensor, as torch's Python operators do (AddBackward0, MulBackward0).
-AddBackward1 = define_node("AddBackward1", attrs=("other", "alpha"), self="grad",
-                           forward=lambda xp, a, other, alpha: a + alpha * other)
-SubBackward1 = define_node("SubBackward1", attrs=("other", "alpha"), self="grad",
-                           forward=lambda xp, a, other, alpha: a - alpha * other)
-MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
-                           forward=lambda xp, a, other: a * other)
 _FLOATS = (int, float)
+
+
+def _scalar_overload_forward(ufunc, operator):
+    """``operator(a, alpha * other)`` of torch's Scalar overload; a float16 NumPy array computes in
+    float32 (torch's opmath, the number not rounded to float16 first) and is rounded once."""
+    def forward(xp, a, other, alpha=1):
+        if a.__class__ is _NDARRAY and a.dtype is _F16 and other.__class__ in _FLOATS:
+            return ufunc(a.astype(_F32), _np.float32(alpha) * _np.float32(other)).astype(_F16)
+        return operator(a, other if alpha == 1 else alpha * other)
+    return forward
+
+
+AddBackward1 = define_node("AddBackward1", attrs=("other", "alpha"), self="grad",
+                           forward=_scalar_overload_forward(_np.add, _operator.add))
+SubBackward1 = define_node("SubBackward1", attrs=("other", "alpha"), self="grad",
+                           forward=_scalar_overload_forward(_np.subtract, _operator.sub))
+MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
+                           forward=_scalar_overload_forward(_np.multiply, _operator.mul))
 
 
 def _scalar_overload(cls, input, other, attrs):
@@ -636,6 +648,84 @@ deg2rad = _unary("deg2rad", "Deg2RadBackward0", lambda xp, x: _scaled(xp, x, _PI
                  "Degrees to radians: x * pi / 180.")
 rad2deg = _unary("rad2deg", "Rad2DegBackward0", lambda xp, x: _scaled(xp, x, _180_PI), "scaled(F, grad, 57.29577951308232)",
                  "Radians to degrees: x * 180 / pi.")
+
+
+def _in_float32(fn):
+    """``fn(xp, x, ...)`` with float16 computed in float32 and rounded once (torch's opmath)."""
+    def forward(xp, x, *attrs):
+        if x.dtype == getattr(xp, "float16", None):
+            return xp.astype(fn(xp, xp.astype(x, xp.float32), *attrs), x.dtype)
+        return fn(xp, x, *attrs)
+    return forward
+
+
+@_in_float32
+def _sinc(xp, x):
+    """torch's kernel: 1 at 0, else sin(pi x) / (pi x), pi in the dtype."""
+    p = x * _math.pi
+    if p.__class__ is _ndarray:
+        with _np.errstate(invalid="ignore"):  # 0 / 0 at 0, replaced below
+            out = xp.sin(p) / p
+    else:
+        out = xp.sin(p) / p
+    return xp.where(x == 0, xp.ones_like(out), out)
+
+
+def sinc_grad(F, grad, self):
+    """torch's sinc_backward: where(pi x^2 == 0, 0, grad * ((pi x cos(pi x) - sin(pi x)) / (pi x^2)))."""
+    self_pi = scaled(F, self, _math.pi)
+    self_squared_pi = scaled(F, self * self, _math.pi)
+    out = grad * ((self_pi * F.cos(self_pi) - F.sin(self_pi)) / self_squared_pi)
+    return F.where(self_squared_pi == 0.0, 0.0, out)
+
+
+def _lo_hi(x, eps):
+    """logit's clamp: eps and 1 - eps in the dtype, as torch's kernel makes them."""
+    kind = getattr(x.dtype, "type", float)
+    lo = kind(eps)
+    return lo, kind(1) - lo
+
+
+def _logit(xp, x, eps):
+    """torch's kernel: log(x / (1 - x)), x clamped to [eps, 1 - eps] first unless eps is None or
+    negative (NaN stays NaN); each step rounded to the dtype, float16's too."""
+    if eps is not None and eps >= 0:
+        lo, hi = _lo_hi(x, eps)  # (maximum and minimum keep NaN)
+        x = xp.minimum(xp.maximum(x, lo), hi) if x.__class__ is _ndarray else \
+            xp.where(x < lo, lo, xp.where(x > hi, hi, x))
+    return xp.log(x / (1 - x))  # (inf at 1, NaN beyond: NumPy warns where torch is silent, as log does)
+
+
+def logit_grad(F, grad, self, eps):
+    """derivatives.yaml's: under create_graph, infinitely_differentiable_logit_backward (the
+    gradient where self is within [eps, 1 - eps], or [0, 1] without eps; 0, or NaN, elsewhere);
+    else logit_backward's kernel (which leaves NaN where self is NaN, and knows no eps below 0)."""
+    if F.differentiable:
+        lo, hi = (0.0, 1.0) if eps is None else (eps, 1 - eps)
+        inside = F.logical_and(self >= lo, self <= hi)  # (its 1 - self a C++ one: SubBackward0)
+        return F.where(inside, grad / (self * (F.filled(1, self) - self)), _math.nan if eps is None else 0.0)
+    out = grad / (self * (1 - self))
+    lo, hi = (0, 1) if eps is None or eps < 0 else _lo_hi(self, eps)
+    if self.__class__ is _ndarray and self.size and lo <= _least(self) and _greatest(self) <= hi:
+        return out  # every x inside (NaN is not): nothing to replace
+    return F.where(F.logical_or(self < lo, self > hi), _math.nan if eps is None or eps < 0 else 0.0, out)
+
+
+formula_helpers(sinc_grad=sinc_grad, logit_grad=logit_grad)
+sinc = _unary("sinc", "SincBackward0", _sinc, "sinc_grad(F, grad, self)",
+              "The normalised sinc function sin(pi x) / (pi x), 1 at 0.", namespaces=("torch", "torch.special"))
+LogitBackward0 = define_node("LogitBackward0", attrs=("eps",), forward=_logit, self="logit_grad(F, grad, self, eps)")
+
+
+@op(LogitBackward0, inplace=True, namespaces=("torch", "torch.special"))
+def logit(input, eps=None):
+    """log(x / (1 - x)), the inverse of sigmoid; ``eps``: x clamped to [eps, 1 - eps] first."""
+    input, data = _unary_input("logit", input, False, None)
+    if eps is not None and not isinstance(eps, (int, float)) or isinstance(eps, bool):
+        raise GradTypeError(f"logit(): argument 'eps' (position 2) must be float, not {type(eps).__name__}")
+    return apply1(LogitBackward0, input, data, (None if eps is None else float(eps),))
+
+
 # Rounding: a zero gradient; integers keep their dtype and values, bool has no kernel (torch's message)
 floor = _unary("floor", "FloorBackward0", _integers_kept(lambda xp, x: xp.floor(x)), "F.zeros_like(grad)",
                "Round down to an integer value.", keep_int=True, kernel="floor_vml_cpu")

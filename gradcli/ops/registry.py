@@ -188,11 +188,12 @@ def alias(name: str, target, *, inplace: bool = False):
     return fn
 
 
-def module_form(module: str, fn) -> None:
+def module_form(module: str, fn, name: str | None = None) -> None:
     """A module's own spelling of a registered op (``F.relu(x, inplace=False)`` beside
-    ``torch.relu(x)``): what ``module.<name>`` reaches, listed as the op it calls."""
+    ``torch.relu(x)``; ``name``: under another name, ``torch.special.expit`` for sigmoid): what
+    ``module.<name>`` reaches, listed as the op it calls."""
     like = FUNCTIONS[fn.__name__]
-    NAMESPACES.setdefault(module, {})[fn.__name__] = Op(
+    NAMESPACES.setdefault(module, {})[name or fn.__name__] = Op(
         like.name, fn, False, like.nodes, like.doc, like.differentiable, like.category, None, (module,))
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import operator as _operator
 
+import numpy as _np
+
 from ..backend import NUMPY, dtypes as _dt
-from ..errors import DimensionError, GradTypeError, ShapeError
+from ..errors import DimensionError, GradTypeError, KernelTypeError, ShapeError
 from ..autograd.function import apply, apply1
 from ..autograd.grad_mode import STATE
 from .registry import alias, op
@@ -34,7 +36,49 @@ ReshapeAliasBackward0 = define_node("ReshapeAliasBackward0", self="F.reshape(gra
 UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
                                   forward=_reshape_forward, attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
-CloneBackward0 = define_node("CloneBackward0", self="grad", forward=lambda xp, x: xp.asarray(x, copy=True))
+def _clone(xp, x):
+    """torch's clone (preserve_format): a copy whose strides keep the order of ``x``'s, made dense
+    (torch's infer_dense_strides: dims ordered by stride, a 0 stride -- an expanded dim -- keeping
+    its place, ties by size): ``x.t().clone()`` is a transposed copy, an expanded tensor's a
+    row-major one (NumPy's own order-keeping copy would put its 0-stride dims innermost)."""
+    if x.__class__ is not _ndarray_type or x.flags.c_contiguous or x.ndim < 2:
+        return xp.asarray(x, copy=True)
+    key = (x.shape, x.strides)
+    order = _DENSE_ORDER.get(key)
+    if order is None:
+        if len(_DENSE_ORDER) >= 256:
+            _DENSE_ORDER.clear()
+        order = _DENSE_ORDER[key] = _dense_order(x.shape, x.strides)
+    if not order:
+        return _np.array(x, order="C")
+    out = _np.empty([x.shape[d] for d in order], x.dtype).transpose(_np.argsort(order))
+    out[...] = x
+    return out
+
+
+_DENSE_ORDER: dict = {}  # (shape, strides) -> _dense_order's
+
+
+def _dense_order(sizes, strides):
+    """torch's infer_dense_strides: the dims from outermost to innermost (() for row-major order)."""
+    strides = [abs(st) for st in strides]
+    perm = list(range(len(sizes) - 1, -1, -1))  # innermost first
+    for i in range(1, len(sizes)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            a, b = strides[perm[d0]], strides[perm[d1]]
+            if a == 0 or b == 0:
+                continue
+            if a < b:
+                break
+            if a > b or sizes[perm[d0]] > sizes[perm[d1]]:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+    order = perm[::-1]  # outermost first
+    return () if order == sorted(order) else tuple(order)
+
+
+CloneBackward0 = define_node("CloneBackward0", self="grad", forward=_clone)
 # What a leaf's .grad is under create_graph=True: torch copies the first gradient into a new tensor
 # (copy_ onto an empty one, whose edge is None), so x.grad prints grad_fn=<CopyBackwards>.
 # copy_ (``dst.copy_(src)``, ``x[0:2] = v``) records it too: src's gradient is summed back to its shape.
@@ -1086,3 +1130,110 @@ def diag(input, diagonal=0):
     if input.ndim == 1:
         return diag_embed(input, diagonal, 0, 1)
     return apply(DiagonalBackward0_copy, (input,), (int(diagonal), 0, 1))
+
+
+# -- rot90, repeat_interleave ------------------------------------------------------------------------
+
+def _rot90(xp, x, k, dims):
+    """torch's rot90: a quarter turn from dim0 towards dim1, ``k`` times: flip(dim1) then a transpose
+    (k = 1), flip both (2), flip(dim0) then a transpose (3), a contiguous copy (0). The flips copy,
+    the transposes are views of the copy, as torch's strides are."""
+    d0, d1 = dims
+    k %= 4
+    if k == 0:
+        return _np.array(x, order="C") if x.__class__ is _ndarray_type else xp.asarray(x, copy=True)
+    if k == 2:
+        return _flip(xp, x, (d0, d1))
+    out = _flip(xp, x, d1 if k == 1 else d0)
+    order = list(range(x.ndim))
+    order[d0], order[d1] = d1, d0
+    return xp.permute_dims(out, tuple(order))
+
+
+def rot90_of(F, grad, k, dims):
+    """derivatives.yaml's ``grad.rot90(-k, dims)``: under create_graph, the op (Rot90Backward0)."""
+    return rot90(grad, -k, dims) if F.differentiable else _rot90(F.xp, grad, -k, dims)
+
+
+formula_helpers(rot90_of=rot90_of)
+Rot90Backward0 = define_node("Rot90Backward0", attrs=("k", "dims"), self="rot90_of(F, grad, k, dims)", forward=_rot90)
+
+
+@op(Rot90Backward0, category="shape")
+def rot90(input, k=1, dims=(0, 1)):
+    """The tensor turned by ``k`` quarter turns in the plane of ``dims``, from the first towards the
+    second (a new tensor)."""
+    if k.__class__ is not int:
+        turns = _index(k)
+        if turns is None:
+            raise GradTypeError(f"rot90(): argument 'k' (position 2) must be int, not {type(k).__name__}")
+        k = turns
+    dims = _ints("rot90", "dims", dims)
+    n = input.ndim
+    if len(dims) != 2:
+        raise ShapeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if n < 2:
+        raise ShapeError(f"expected total dims >= 2, but got total dims = {n}")
+    wrapped = (_wrap_dim(dims[0], n), _wrap_dim(dims[1], n))
+    if wrapped[0] == wrapped[1]:
+        raise ShapeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    return apply(Rot90Backward0, (input,), (k, wrapped))
+
+
+@op(ViewBackward0, CloneBackward0, ExpandBackward0, UnsqueezeBackward0, category="shape")
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Each element repeated ``repeats`` times along ``dim`` (None: of the flattened tensor); a tensor
+    of repeats gives each slice its own count (an index_select). Alone, ``repeat_interleave(repeats)``
+    is the indices 0, 1, ... each repeated its count."""
+    if repeats is None:  # torch.repeat_interleave(repeats): the indices
+        return _repeat_indices(input, output_size)
+    x = input if dim is not None else flatten(input)
+    d = _wrap_dim(dim if dim is not None else 0, input._data.ndim)
+    if repeats.__class__ is Tensor:
+        from .indexing import index_select
+        if repeats.ndim == 0 or repeats.ndim == 1 and repeats.shape[0] == 1:
+            repeats = expand(reshape(repeats, 1), x.shape[d])
+        elif repeats.ndim == 1:
+            if repeats.shape[0] != x.shape[d]:
+                raise ShapeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                                 f"{repeats.shape[0]} and input.size({d}) = {x.shape[d]}")
+        else:
+            raise ShapeError("repeats must be 0-dim or 1-dim tensor")
+        return index_select(x, d, _repeat_indices(repeats, output_size))
+    count = repeats if repeats.__class__ is int else _index(repeats)
+    if count is None:
+        raise GradTypeError(f"repeat_interleave(): argument 'repeats' (position 2) must be Tensor, not "
+                            f"{type(repeats).__name__}")
+    if count < 0:
+        raise ShapeError("Repeats must be non-negative")
+    if output_size is not None and output_size != x.shape[d] * count:
+        raise ShapeError(f"repeat_interleave: Invalid output_size, expected {x.shape[d] * count} but got {output_size}")
+    # torch's: x.unsqueeze(d + 1).expand(..., count, ...).clone().flatten(d, d + 1); the sizes are
+    # known good, so each view is recorded directly (five nodes, as torch's)
+    shape = x._data.shape
+    check_numel(shape[:d + 1] + (count,) + shape[d + 1:])
+    x = view_of(UnsqueezeBackward0, x, (d + 1,))
+    x = view_of(ExpandBackward0, x, (shape[:d + 1] + (count,) + shape[d + 1:],))
+    x = apply1(CloneBackward0, x, x._data)
+    return view_of(ViewBackward0, x, (shape[:d] + (shape[d] * count,) + shape[d + 1:],))
+
+
+def _repeat_indices(repeats, output_size):
+    """torch.repeat_interleave(repeats): 0..n-1, each index i repeated repeats[i] times (int64)."""
+    if repeats.__class__ is not Tensor:
+        raise GradTypeError(f"repeat_interleave(): argument 'repeats' (position 1) must be Tensor, not "
+                            f"{type(repeats).__name__}")
+    if repeats.ndim != 1:
+        raise ShapeError("repeat_interleave only accept 1D vector as repeat")
+    if repeats.dtype.name not in ("int64", "int32"):
+        from .inplace import scalar_type
+        raise KernelTypeError(f'"repeat_interleave_cpu" not implemented for \'{scalar_type(repeats.dtype)}\'')
+    counts = repeats._backend.to_host(repeats._data)
+    if counts.size and counts.min() < 0:
+        raise ShapeError("repeats can not be negative")
+    total = int(counts.sum())
+    if output_size is not None and output_size != total:
+        raise ShapeError("allocated size does not match required size")
+    check_numel((total,))
+    out = _np.repeat(_np.arange(counts.size, dtype=_np.int64), counts.astype(_np.int64))
+    return Tensor._make(repeats._backend.from_host(out), repeats._backend)

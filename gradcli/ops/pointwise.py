@@ -680,10 +680,19 @@ def sinc_grad(F, grad, self):
 
 
 def _lo_hi(x, eps):
-    """logit's clamp: eps and 1 - eps in the dtype, as torch's kernel makes them."""
-    kind = getattr(x.dtype, "type", float)
-    lo = kind(eps)
-    return lo, kind(1) - lo
+    """logit's clamp: eps and 1 - eps in the dtype, as torch's kernel makes them (kept per dtype and eps)."""
+    key = (x.dtype, eps)
+    found = _LO_HI.get(key)
+    if found is None:
+        if len(_LO_HI) >= 64:
+            _LO_HI.clear()
+        kind = getattr(x.dtype, "type", float)
+        lo = kind(eps)
+        found = _LO_HI[key] = (lo, kind(1) - lo)
+    return found
+
+
+_LO_HI: dict = {}
 
 
 def _logit(xp, x, eps):
@@ -706,9 +715,12 @@ def logit_grad(F, grad, self, eps):
         return F.where(inside, grad / (self * (F.filled(1, self) - self)), _math.nan if eps is None else 0.0)
     out = grad / (self * (1 - self))
     lo, hi = (0, 1) if eps is None or eps < 0 else _lo_hi(self, eps)
-    if self.__class__ is _ndarray and self.size and lo <= _least(self) and _greatest(self) <= hi:
-        return out  # every x inside (NaN is not): nothing to replace
-    return F.where(F.logical_or(self < lo, self > hi), _math.nan if eps is None or eps < 0 else 0.0, out)
+    fill = _math.nan if eps is None or eps < 0 else 0.0
+    if self.__class__ is _ndarray and out.__class__ is _ndarray:
+        if self.size and lo <= _least(self) and _greatest(self) <= hi:
+            return out  # every x inside (NaN is not): nothing to replace
+        return _np.where((self < lo) | (self > hi), out.dtype.type(fill), out)
+    return F.where(F.logical_or(self < lo, self > hi), fill, out)
 
 
 formula_helpers(sinc_grad=sinc_grad, logit_grad=logit_grad)

@@ -594,8 +594,6 @@ for _name in _ROUNDED_ONCE:
 NUMPY_NAMESPACE = NumPyNamespace()
 
 
-
-
 def least(a):
     """The smallest element of a non-empty array (NaN if it holds one): ``a[argmin]``, a third of a
     ``minimum.reduce``'s cost on a batch's targets or a small input, and less at any size."""

@@ -19,10 +19,9 @@ from .reduction import log_softmax_backward, softmax_backward  # noqa: F401
 from .registry import FUNCTIONS, module_form
 
 # torch.special: the ops gradcli has under their special names (logit and sinc declare it themselves)
-for _name, _special in [("erf", "erf"), ("erfc", "erfc"), ("expm1", "expm1"), ("exp2", "exp2"), ("log1p", "log1p"),
-                        ("xlogy", "xlogy"), ("logsumexp", "logsumexp"), ("round", "round"), ("softmax", "softmax"),
-                        ("log_softmax", "log_softmax"), ("sigmoid", "expit")]:
-    module_form("torch.special", FUNCTIONS[_name].fn, _special)
+for _name in "erf erfc expm1 exp2 log1p xlogy logsumexp round softmax log_softmax".split():
+    module_form("torch.special", FUNCTIONS[_name].fn)
+module_form("torch.special", FUNCTIONS["sigmoid"].fn, "expit")
 
 globals().update({name: info.fn for name, info in FUNCTIONS.items()})
 __all__ = list(FUNCTIONS)

@@ -13,8 +13,8 @@ from ..limits import check_flops, check_numel
 from ..autograd.node import define_node, formula_helpers
 from .pointwise import _TYPE_META, MulBackward0, _broadcast_shapes, _check_broadcast, _is_kind, _operands, \
     _tensor_arguments
-from .shape import (SqueezeBackward4, UnsafeViewBackward0, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone, expand, reshape,
-                    squeeze, t, transpose, unsqueeze, view_of)
+from .shape import (SqueezeBackward4, UnsafeViewBackward0, UnsqueezeBackward0, ViewBackward0, _unsafe_view, clone,
+                    expand, reshape, squeeze, t, transpose, unsqueeze, view_of)
 
 _NDARRAY = _np.ndarray
 

@@ -13,8 +13,8 @@ import operator as _operator
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number as _half_by_number, greatest as _greatest, least as _least, \
-    scalars as _scalars
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, greatest as _greatest, half_by_number as _half_by_number, \
+    least as _least, scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
 from .registry import BROADCASTS as _BROADCASTS, FUNCTIONS, alias as _alias, as_tensor_arg, op
@@ -132,22 +132,25 @@ AddBackward0 = define_node(
 _FLOATS = (int, float)
 
 
-def _scalar_overload_forward(ufunc, operator):
-    """``operator(a, alpha * other)`` of torch's Scalar overload; a float16 NumPy array computes in
-    float32 (torch's opmath, the number not rounded to float16 first) and is rounded once."""
-    def forward(xp, a, other, alpha=1):
-        if a.__class__ is _NDARRAY and a.dtype is _F16 and other.__class__ in _FLOATS:
-            return ufunc(a.astype(_F32), _np.float32(alpha) * _np.float32(other)).astype(_F16)
-        return operator(a, other if alpha == 1 else alpha * other)
+def _by_number(ufunc, operator):
+    """A forward ``operator(a, b)``, but a float16 NumPy array and a Python number as torch's kernel
+    computes them (half_by_number: in float32, rounded once)."""
+    def forward(xp, a, b):
+        if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
+            return _half_by_number(ufunc, a, b)
+        return operator(a, b)
     return forward
 
 
-AddBackward1 = define_node("AddBackward1", attrs=("other", "alpha"), self="grad",
-                           forward=_scalar_overload_forward(_np.add, _operator.add))
-SubBackward1 = define_node("SubBackward1", attrs=("other", "alpha"), self="grad",
-                           forward=_scalar_overload_forward(_np.subtract, _operator.sub))
+_ADD_NUMBER, _SUB_NUMBER = _by_number(_np.add, _operator.add), _by_number(_np.subtract, _operator.sub)
+AddBackward1 = define_node(
+    "AddBackward1", attrs=("other", "alpha"), self="grad",
+    forward=lambda xp, a, other, alpha: _ADD_NUMBER(xp, a, other if alpha == 1 else alpha * other))
+SubBackward1 = define_node(
+    "SubBackward1", attrs=("other", "alpha"), self="grad",
+    forward=lambda xp, a, other, alpha: _SUB_NUMBER(xp, a, other if alpha == 1 else alpha * other))
 MulBackward1 = define_node("MulBackward1", attrs=("other",), self="grad * other",
-                           forward=_scalar_overload_forward(_np.multiply, _operator.mul))
+                           forward=_by_number(_np.multiply, _operator.mul))
 
 
 def _scalar_overload(cls, input, other, attrs):
@@ -211,16 +214,6 @@ def sub(input, other, *, alpha=1):
         input = as_tensor_arg(input, other)
     _no_bool_sub(input, other)
     return _binary(SubBackward0, input, other, (alpha,), "sub")
-
-
-def _by_number(ufunc, operator):
-    """A forward ``operator(a, b)``, but a float16 NumPy array and a Python number as torch's kernel
-    computes them (half_by_number: in float32, rounded once)."""
-    def forward(xp, a, b):
-        if a.__class__ is _NDARRAY and a.dtype is _F16 and (b.__class__ is float or b.__class__ is int):
-            return _half_by_number(ufunc, a, b)
-        return operator(a, b)
-    return forward
 
 
 MulBackward0 = define_node(
@@ -321,11 +314,10 @@ def pow_factor(F, self, exponent):
     """pow_backward's ``exponent * self.pow(exponent - 1)``. On arrays, ``self.pow(1)`` is ``self``
     (torch's pow by 1 is a copy), so a square's factor is one product, ``self * 2``: the same values
     with one pass over the data fewer. Under create_graph, torch's nodes (PowBackward0, MulBackward1)."""
-    if exponent.__class__ is int or exponent.__class__ is float:
-        if exponent == 2 and not F.differentiable:
-            return self * exponent
     if F.differentiable:
         return F.mul_(self ** (exponent - 1), exponent)
+    if exponent == 2 and (exponent.__class__ is int or exponent.__class__ is float):
+        return self * exponent
     return F.mul_(pow_by_number(F.xp, self, exponent - 1), exponent)
 
 
@@ -650,23 +642,13 @@ rad2deg = _unary("rad2deg", "Rad2DegBackward0", lambda xp, x: _scaled(xp, x, _18
                  "Radians to degrees: x * 180 / pi.")
 
 
-def _in_float32(fn):
-    """``fn(xp, x, ...)`` with float16 computed in float32 and rounded once (torch's opmath)."""
-    def forward(xp, x, *attrs):
-        if x.dtype == getattr(xp, "float16", None):
-            return xp.astype(fn(xp, xp.astype(x, xp.float32), *attrs), x.dtype)
-        return fn(xp, x, *attrs)
-    return forward
-
-
-@_in_float32
 def _sinc(xp, x):
-    """torch's kernel: 1 at 0, else sin(pi x) / (pi x), pi in the dtype."""
+    """torch's kernel: 1 at 0, else sin(pi x) / (pi x), pi in the dtype; float16 in float32, rounded
+    once (its opmath)."""
+    if x.dtype == getattr(xp, "float16", None):
+        return xp.astype(_sinc(xp, xp.astype(x, xp.float32)), x.dtype)
     p = x * _math.pi
-    if p.__class__ is _ndarray:
-        with _np.errstate(invalid="ignore"):  # 0 / 0 at 0, replaced below
-            out = xp.sin(p) / p
-    else:
+    with _np.errstate(invalid="ignore"):  # 0 / 0 at 0 (NumPy's), replaced below
         out = xp.sin(p) / p
     return xp.where(x == 0, xp.ones_like(out), out)
 
@@ -680,19 +662,10 @@ def sinc_grad(F, grad, self):
 
 
 def _lo_hi(x, eps):
-    """logit's clamp: eps and 1 - eps in the dtype, as torch's kernel makes them (kept per dtype and eps)."""
-    key = (x.dtype, eps)
-    found = _LO_HI.get(key)
-    if found is None:
-        if len(_LO_HI) >= 64:
-            _LO_HI.clear()
-        kind = getattr(x.dtype, "type", float)
-        lo = kind(eps)
-        found = _LO_HI[key] = (lo, kind(1) - lo)
-    return found
-
-
-_LO_HI: dict = {}
+    """logit's clamp: eps and 1 - eps in the dtype, as torch's kernel makes them."""
+    kind = getattr(x.dtype, "type", float)
+    lo = kind(eps)
+    return lo, kind(1) - lo
 
 
 def _logit(xp, x, eps):
@@ -715,12 +688,9 @@ def logit_grad(F, grad, self, eps):
         return F.where(inside, grad / (self * (F.filled(1, self) - self)), _math.nan if eps is None else 0.0)
     out = grad / (self * (1 - self))
     lo, hi = (0, 1) if eps is None or eps < 0 else _lo_hi(self, eps)
-    fill = _math.nan if eps is None or eps < 0 else 0.0
-    if self.__class__ is _ndarray and out.__class__ is _ndarray:
-        if self.size and lo <= _least(self) and _greatest(self) <= hi:
-            return out  # every x inside (NaN is not): nothing to replace
-        return _np.where((self < lo) | (self > hi), out.dtype.type(fill), out)
-    return F.where(F.logical_or(self < lo, self > hi), fill, out)
+    if self.__class__ is _ndarray and self.size and lo <= _least(self) and _greatest(self) <= hi:
+        return out  # every x inside (NaN is not): nothing to replace
+    return F.where(F.logical_or(self < lo, self > hi), _math.nan if eps is None or eps < 0 else 0.0, out)
 
 
 formula_helpers(sinc_grad=sinc_grad, logit_grad=logit_grad)
@@ -733,7 +703,7 @@ LogitBackward0 = define_node("LogitBackward0", attrs=("eps",), forward=_logit, s
 def logit(input, eps=None):
     """log(x / (1 - x)), the inverse of sigmoid; ``eps``: x clamped to [eps, 1 - eps] first."""
     input, data = _unary_input("logit", input, False, None)
-    if eps is not None and not isinstance(eps, (int, float)) or isinstance(eps, bool):
+    if eps is not None and (isinstance(eps, bool) or not isinstance(eps, (int, float))):
         raise GradTypeError(f"logit(): argument 'eps' (position 2) must be float, not {type(eps).__name__}")
     return apply1(LogitBackward0, input, data, (None if eps is None else float(eps),))
 

@@ -62,9 +62,6 @@ _MODULES: dict = {}
 # autograd.graph member: ``torch.view(x, 6)`` fails in torch, so it fails here (tests/test_lang_pytorch.py
 # checks every member of the torch modules against torch's own).
 _METHODS_ONLY = ("view", "expand", "expand_as", "to", "copy_")
-# torch's function forms take these sizes as one sequence, where the Tensor methods (and the
-# dialect's bare names) take them one by one too: torch.permute(x, (1, 0)), x.permute(1, 0)
-_ONE_SEQUENCE = {"permute": "dims", "reshape": "shape", "tile": "dims", "flip": "dims", "broadcast_to": "size"}
 
 
 def _function_form(name: str, param: str, fn):
@@ -169,8 +166,10 @@ def _torch_members() -> dict:
     members.update(_ops_in("torch"))
     for name in _METHODS_ONLY:  # bare names of the dialect, Tensor methods in torch: no torch.view
         members.pop(name, None)
-    for name, param in _ONE_SEQUENCE.items():
-        members[name] = BuiltinRef(name, _function_form(name, param, members[name].fn))
+    for name, info in registry.NAMESPACES["torch"].items():  # torch's function forms take the sizes that
+        param = info.sizes_parameter  # the methods and bare names take one by one as one sequence:
+        if param is not None and name in members:  # torch.permute(x, (1, 0)), x.permute(1, 0)
+            members[name] = BuiltinRef(name, _function_form(name, param, info.fn))
     members.update(_DTYPE_NAMES)
     members.update(_NUMBERS)
     members["device"] = BuiltinRef("device", _device)

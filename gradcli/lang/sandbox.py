@@ -480,11 +480,9 @@ def sequence_keyword(fn, args, kwargs):
     ``x.new_ones(size=(2,))``): the sequence moved to its place; None for any other call. Only tried
     once the call has failed: Python refuses that keyword before the op runs."""
     info = registry.BY_FUNCTION.get(fn)
-    if info is None or len(args) != 1:
-        return None
-    star = next((p[1:] for p in info.parameters if p[:1] == "*" and p[:2] != "**" and p != "*"), None)
-    key = _SEQUENCE_KEYWORDS.get(info.name, star)
-    if star is None or key not in kwargs:
+    param = None if info is None or len(args) != 1 else info.sizes_parameter
+    key = None if param is None else _SEQUENCE_KEYWORDS.get(info.name, param)
+    if key not in kwargs:
         return None
     rest = dict(kwargs)
     return (args[0], rest.pop(key)), rest

@@ -74,6 +74,16 @@ class Op:
         return parameter_texts(self.fn)
 
     @property
+    def sizes_parameter(self) -> str | None:
+        """For an op whose method takes its sizes one by one after the tensor (``*dims``:
+        ``x.permute(1, 0)``, ``flip(input, dims, *more_dims)``), the name torch gives the sequence
+        they make (``dims``); else None (``zeros(*size)`` has no tensor before its sizes)."""
+        params = self.parameters
+        if any(p[:1] == "*" and p[:2] != "**" and p != "*" for p in params[1:]):
+            return params[1].lstrip("*")
+        return None
+
+    @property
     def signature(self) -> str:
         """``add(input, other, *, alpha=1)``: read from the function's own parameters."""
         return f"{self.name}({', '.join(self.parameters)})"

@@ -111,3 +111,39 @@ def test_library_import_leaves_the_collector_alone():
     code = "import gc, gradcli; from gradcli.cli.fast import main; print(gc.isenabled())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True"]
+
+
+_KEEP_PROBE = """
+import sys, gc, weakref
+from gradcli.cli import fast
+from gradcli.lang.evaluator import Evaluator
+made = []
+real_init = Evaluator.__init__
+def spy(self, *args, **kwargs):
+    real_init(self, *args, **kwargs)
+    made.append(weakref.ref(self))
+Evaluator.__init__ = spy
+sys.argv = ["gradcli", "eval", "z = (x * 2).sum()", "-g", "x=ones(2)", "--json"]
+real_exit = fast.os._exit
+def exit_(rc):
+    sys.stderr.write(f"{rc} {len(fast._KEPT)} {[ref() is not None for ref in made]}\\n")
+    sys.stderr.flush()
+    real_exit(rc)
+fast.os._exit = exit_
+fast.command()
+"""
+
+
+def test_the_command_keeps_the_program_and_its_graph_to_its_exit():
+    """Run as the command (which ends with os._exit), eval hands its program and evaluator to
+    keep_to_exit: they are not freed one by one before the exit."""
+    done = subprocess.run([sys.executable, "-c", _KEEP_PROBE], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.split("\n")[-2] == "0 2 [True]"  # the marker None, then (program, evaluator)
+
+
+def test_a_host_calling_main_keeps_nothing(capsys):
+    from gradcli.cli import fast
+    before = list(fast._KEPT)
+    assert fast.main(["eval", "z = (x * 2).sum()", "-g", "x=ones(2)", "--json"]) == 0
+    assert fast._KEPT == before == []

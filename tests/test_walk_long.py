@@ -115,3 +115,56 @@ def test_a_collector_already_off_stays_off():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+class PassThrough(Observer):
+    """Sees every call and changes nothing: with it, each call takes the general path."""
+
+    def on_call(self, fn, args, kwargs, node, call_next):
+        return call_next(fn, args, kwargs, node)
+
+
+CALLS = [
+    "z = sin(x) + exp(y) * 0.5",  # the inline call: a function of one leaf
+    "z = cos(2)",  # a number argument: the function's own message
+    "z = sin('a')",  # a string argument: the sandbox's check, then the message
+    "z = sin(q)",  # an unknown argument, located at it
+    "z = sinn(x)",  # an unknown function, with a suggestion
+    "sin = 3\nz = sin(x)",  # a variable named as the function: not callable
+    "def exp(t):\n    return t * 3\nz = exp(x)",  # the program's own function first
+    "z = [sin(t) for t in (x, y)]",  # a comprehension's own name
+    "z = abs(-2) + len(x) + float(y.sum())",  # Python's builtins
+    "z = x.sum()\nw = backward(z)",  # unknown: backward is a method
+    "z = exp(x, 2)",  # two arguments: not the inline path's
+]
+
+
+@pytest.mark.parametrize("source", CALLS)
+def test_the_inline_call_of_one_leaf_gives_what_the_general_path_gives(source):
+    """Without an observer a function of one leaf is called inline (Evaluator._walk); with one,
+    through _eval_call: the same values, the same errors at the same places."""
+    prelude = "x = tensor([0.5, -1.0], requires_grad=True)\ny = tensor([1.5, 0.75])\n"
+    (ev1, r1), (ev2, r2) = run(prelude + source), run(prelude + source, [PassThrough()])
+    assert type(r1.error) is type(r2.error)
+    if r1.error is not None:
+        assert (r1.error.message, r1.error.line, r1.error.column) == (r2.error.message, r2.error.line, r2.error.column)
+    assert set(ev1.env) == set(ev2.env)
+    for name, value in ev1.env.items():
+        other = ev2.env[name]
+        if hasattr(value, "tolist"):
+            assert value.tolist() == other.tolist()
+            assert type(value.grad_fn).__name__ == type(other.grad_fn).__name__
+        elif isinstance(value, (int, float, list)):
+            assert repr(value) == repr(other)
+
+
+def test_the_inline_call_reports_each_error_exactly():
+    prelude = "x = tensor([0.5, -1.0], requires_grad=True)\n"
+    ev, result = run(prelude + "z = x + sin(q)\n")
+    assert (result.error.message, result.error.line, result.error.column) == \
+        ("name 'q' is not defined; did you mean 'eq'?", 2, 13)
+    ev, result = run(prelude + "z = x + sinn(x)\n")
+    assert (result.error.message, result.error.line, result.error.column) == \
+        ("unknown function 'sinn'; did you mean 'sin'?", 2, 9)
+    ev, result = run(prelude + "z = x + cos(2)\n")
+    assert (result.error.message, result.error.column) == ("cos(): argument 'input' must be Tensor, not int", 9)

@@ -290,8 +290,10 @@ def eval_command(**kwargs) -> int:
         from ..limits import settle
         from ..present import tables as render
         from . import session
+        from .fast import keep_to_exit
         live = None if opts.json else _printer()
         src, program, interp, result = session.run(opts, on_print=live)
+        keep_to_exit(program, interp)
         settle()  # from here on the output is written in full, whatever the alarm or Ctrl-C
         session.print_warnings(result, src)
         if opts.json:

@@ -573,6 +573,8 @@ class Evaluator(Statements):
         push = stack.append
         pop = stack.pop
         env = self.env
+        builtins = self.builtins
+        call_leaf = self._call  # None: no observer sees the calls (the inline call below)
         operators = 0
         while stack:
             n, combine, count = pop()
@@ -621,6 +623,25 @@ class Evaluator(Statements):
                 if cls is Num:
                     values.append(n.value)
                     continue
+                if cls is Call and call_leaf is None and not n.kwargs and len(n.args) == 1:
+                    # a function of one leaf (``sin(x)``, ``exp(y)``), no observer: _eval_call's
+                    # look-up and the call, here, without the stack entries of the general path
+                    func, arg = n.func, n.args[0]
+                    ac = arg.__class__
+                    if func.__class__ is Name and (ac is Name or ac is Num):
+                        name = func.id
+                        fn = builtins.get(name) if name not in env and name not in scope else None
+                        if fn is not None:
+                            if ac is Num:
+                                a = arg.value
+                            else:
+                                name = arg.id
+                                a = env[name] if name in env and name not in scope else self._lookup(name, arg, scope)
+                            try:
+                                values.append(self._invoke(fn, [a], {}, n))
+                            except _LOCATED as exc:
+                                raise _located(exc, n) from None
+                            continue
                 rule = _EXPRESSIONS.get(cls)
                 if rule is None:
                     if cls is ListComp:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, _sequence, new_node, note_edge_nrs
+from .node import PACK_SAVED, SAVED_HOOKS, SIZES, _sequence, new_node, note_edge_nrs, sizes
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -18,6 +18,7 @@ _new = object.__new__
 _seq = _sequence.__next__
 _make = Tensor._make
 _ndarray = _ndarray_type
+_sizes = SIZES.get  # node.sizes's look-up, inline on the hot paths (a miss calls sizes)
 
 
 def _devices_differ(a, b):
@@ -145,11 +146,12 @@ def record2(cls, a, b, da, db, data, attrs=()):
         sa, sb = da.shape, db.shape
         # Sizes only where a formula reads them or a gradient must be summed back to a
         # broadcast input's shape; equal shapes (the common case) need nothing.
-        node._shapes = (sa, sb) if cls.needs_sizes or (c0 is not None and sa != shape) or \
+        node._shapes = sizes((sa, sb)) if cls.needs_sizes or (c0 is not None and sa != shape) or \
             (c1 is not None and sb != shape) else None
     else:
         node._shapes = None
-    node._shape = shape  # the output's shape, for `gradcli graph`
+    kept = _sizes(shape)
+    node._shape = kept if kept is not None else sizes(shape)  # the output's shape, for `gradcli graph`
     node._seq = _seq()
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
@@ -190,8 +192,10 @@ def record_number(cls, a, s, da, data, attrs=()):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = (da.shape, ()) if cls.needs_sizes else None
-    node._shape = data.shape
+    node._shapes = sizes((da.shape, ())) if cls.needs_sizes else None
+    shape = data.shape
+    kept = _sizes(shape)
+    node._shape = kept if kept is not None else sizes(shape)
     node._seq = _seq()
     if SAVED_HOOKS:
         PACK_SAVED[0](node)
@@ -229,8 +233,10 @@ def apply1(cls, a, da, attrs=()):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = (da.shape,) if cls.save_sizes else None
-    node._shape = getattr(data, "shape", None)
+    node._shapes = sizes((da.shape,)) if cls.save_sizes else None
+    shape = getattr(data, "shape", None)
+    kept = _sizes(shape)
+    node._shape = kept if kept is not None or shape is None else sizes(shape)
     node._seq = _seq()
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
@@ -303,8 +309,8 @@ def _finish_n(node, attrs, shapes, shape):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = shapes
-    node._shape = shape
+    node._shapes = None if shapes is None else sizes(shapes)
+    node._shape = None if shape is None else sizes(shape)
     node._seq = _seq()
     if SAVED_HOOKS:
         PACK_SAVED[0](node)

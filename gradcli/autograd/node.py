@@ -38,6 +38,25 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 _sequence = itertools.count()
 _next_seq = _sequence.__next__  # the engine's anomaly mode swaps in one that records the stack
 
+# The shapes a node keeps (its output's, its inputs' sizes: tuples of ints, or tuples of them), one
+# tuple per distinct value. A new tuple is tracked by the cyclic collector until a collection has
+# looked at it: kept on a node it counts towards the next collection and is traversed in it, as the
+# node is -- a recorded 2x2 op kept one (the output's shape), repeat_interleave's five nodes fifteen,
+# each costing about as much collector time as its op's ufunc. The shared one was looked at long ago.
+SIZES: dict = {}
+_SIZES_MAX = 4096  # distinct values kept at most (then the table starts again)
+
+
+def sizes(value):
+    """``value`` (a shape, or a tuple of shapes: ints only -- equal floats or bools would stand in
+    for them), as the one tuple kept per distinct value (:data:`SIZES`)."""
+    found = SIZES.get(value)
+    if found is None:
+        if len(SIZES) >= _SIZES_MAX:
+            SIZES.clear()
+        SIZES[value] = found = value
+    return found
+
 
 NODE_CLASSES: dict[str, type] = {}  # every node class by name: define_node's and hand-written ones
 # Called with each node class made from now on (introspection installs its ``_saved_*`` fields:
@@ -680,8 +699,9 @@ def new_node(cls: type, inputs, out_data, attrs, shapes, edges):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = shapes
-    node._shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
+    node._shapes = None if shapes is None else sizes(shapes)
+    shape = getattr(out_data, "shape", None)  # the output's shape, for `gradcli graph`
+    node._shape = None if shape is None else sizes(shape)
     node._seq = _next_seq()
     if SAVED_HOOKS:
         PACK_SAVED[0](node)

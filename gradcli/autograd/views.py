@@ -36,7 +36,7 @@ import weakref
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
 from . import node as _node
-from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED
+from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED, sizes
 from . import tensor as _tensor_module
 from .function import _result, apply1 as _apply1
 from .tensor import Tensor
@@ -145,8 +145,8 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shapes = (da.shape,) if cls.save_sizes else None
-    node._shape = data.shape
+    node._shapes = sizes((da.shape,)) if cls.save_sizes else None
+    node._shape = sizes(data.shape)
     node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)

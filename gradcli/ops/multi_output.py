@@ -116,8 +116,8 @@ def _record(cls, input, keys, view_cls, attrs):
         node._attrs = attrs
         node._pre_hooks = None
         node._retain = None
-        shape = input._data.shape
-        node._shapes = (shape,)
+        shape = _node.sizes(input._data.shape)
+        node._shapes = _node.sizes((shape,))
         node._shape = shape
         node._nout = len(keys)
         node._seq = _node._next_seq()  # the anomaly mode's counter when it is on

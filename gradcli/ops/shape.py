@@ -658,7 +658,7 @@ def _record_variadic(cls, tensors, data, attrs):
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
-    node._shape = data.shape
+    node._shape = _node.sizes(data.shape)
     node._seq = _node._next_seq()
     if SAVED_HOOKS:
         PACK_SAVED[0](node)

@@ -7,7 +7,9 @@ each is ``s = <terms>`` then ``z = s.sum()``, with leaves ``-g x=ones(2,2) -g y=
 
 gradcli's phases, in-process (the program's cost, not start-up): ``parse`` (the text to an
 AST), ``eval`` (run it, auto-backward off), ``backward`` (``z.backward()``), and ``end to end``:
-``gradcli eval --json`` as a user runs it (parse, run, auto-backward, the JSON document).
+``gradcli eval --json`` in-process (parse, run, auto-backward, the JSON document: the target's
+figure); and ``the command``: ``python -m gradcli eval --json`` with the program on its standard
+input, a process of its own, start-up and exit included, as a user runs it.
 
 Anchors, in the same rounds (gradcli, then Python, then torch, round after round; medians):
 - ``ast.parse`` of the same text: it fails (RecursionError) on a long chain, so the first term
@@ -29,8 +31,11 @@ import ast
 import contextlib
 import gc
 import io
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -107,7 +112,26 @@ def gradcli_round(text: str) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):
         out["end to end"], code = timed(lambda: main(["eval", text, *LEAVES, "--json"]))
     assert code == 0, code
+    out["the command"] = command_time(text)
     return out
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def command_time(text: str) -> float:
+    """``python -m gradcli eval --json`` of ``text`` (on its standard input) in a process of its
+    own: wall time from the start to the exit (this checkout's gradcli)."""
+    with tempfile.TemporaryFile("w+") as program:
+        program.write(text)
+        program.seek(0)
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "gradcli", "eval", *LEAVES, "--json"], stdin=program,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=str(ROOT))
+        elapsed = time.perf_counter() - t0
+    assert done.returncode == 0, done.stderr
+    return elapsed
 
 
 def torch_round(torch, code) -> dict:
@@ -153,7 +177,8 @@ def run(kind: str, n: int, rounds: int, torch) -> None:
         if torch:
             t.append(torch_round(torch, code))
     print("  gradcli (chain)      " + "  ".join(f"{k} {median(g, k):.3f} s" for k in
-                                               ("parse", "eval", "backward", "end to end")))
+                                               ("parse", "eval", "backward", "end to end",
+                                                "the command")))
     for form in ("statements", "list"):
         gs, ps, pp = (median(py, f"gradcli {form}"), median(py, f"ast {form}"),
                       median(py, f"ast {form} paused"))

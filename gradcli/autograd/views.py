@@ -168,7 +168,7 @@ def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, mul
     if out is input:
         return out
     info = input._view
-    step = (cls, input._data.shape, attrs)
+    step = (cls, sizes(input._data.shape), attrs)  # (the input's shape: the shared tuple, as nodes keep)
     view = _new(ViewInfo)
     if info.__class__ is ViewInfo:
         view.base = root = info.base
@@ -222,7 +222,7 @@ def multi_views(input: Tensor, arrays, node, cls, keys) -> tuple:
     What ``make_view(..., output_nr=i, multi=True)`` gives each, with what the outputs share (root,
     version counter, creation meta, the chain up to the input, the live-view list) found once."""
     info = input._view
-    shape = input._data.shape
+    shape = sizes(input._data.shape)
     if info.__class__ is ViewInfo:
         root, prefix = info.base, info.chain
         no_grad, multi, inference = info.no_grad, info.multi, info.inference

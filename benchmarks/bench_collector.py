@@ -9,14 +9,12 @@ traversed in it), by kind.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import statistics
 import time
 from collections import Counter
 
 import bench_ops
-from _common import import_torch, machine
 
 
 def timed(run, rounds: int, collector: bool) -> float:
@@ -71,18 +69,8 @@ def _kept(lib, case, calls: int) -> Counter:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="+", help="op names to measure (default: all)")
-    ap.add_argument("--calls", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=7)
-    args = ap.parse_args()
-    import gradcli
-    torch = import_torch()
-    if torch is None:
-        raise SystemExit("PyTorch is not installed: nothing to compare with")
-    torch.set_num_threads(1)
-    print(machine() + ", torch threads 1; fan-out ms (medians), collector on / off")
-    cases, _ = bench_ops.all_cases(args.only)
+    args, gradcli, torch, cases = bench_ops.case_by_case(__doc__.splitlines()[0], calls=1000, rounds=7)
+    print("fan-out ms (medians): collector on / off")
     for case in cases:
         runs = {lib: bench_ops.fan_out(lib, case, args.calls) for lib in (gradcli, torch)}
         g_on, g_off = (timed(runs[gradcli], args.rounds, c) for c in (True, False))

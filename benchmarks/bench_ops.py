@@ -365,6 +365,24 @@ def all_cases(only=None) -> tuple[list[Case], list[str]]:
     return cases, missing
 
 
+def case_by_case(description: str, calls: int, rounds: int):
+    """For the scripts that take the op table's cases one at a time (``bench_ops_split.py``,
+    ``bench_collector.py``): their ``--only``/``--calls``/``--rounds`` arguments, gradcli, torch
+    on one thread (the machine printed), and the cases chosen. Exits where torch is missing."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--only", nargs="+", help="op names to measure (default: all)")
+    ap.add_argument("--calls", type=int, default=calls)
+    ap.add_argument("--rounds", type=int, default=rounds)
+    args = ap.parse_args()
+    import gradcli
+    torch = import_torch()
+    if torch is None:
+        raise SystemExit("PyTorch is not installed: nothing to compare with")
+    torch.set_num_threads(1)
+    print(machine() + ", torch threads 1")
+    return args, gradcli, torch, all_cases(args.only)[0]
+
+
 # ------------------------------------------------------------------------------ timing
 
 def fan_out(lib, case: Case, calls: int):

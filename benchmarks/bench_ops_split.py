@@ -13,12 +13,10 @@ for the figures that count.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
 
 import bench_ops
-from _common import import_torch, machine
 
 
 def split(lib, case, calls: int, rounds: int) -> tuple[float, float]:
@@ -47,18 +45,7 @@ def split(lib, case, calls: int, rounds: int) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="+", help="op names to measure (default: all)")
-    ap.add_argument("--calls", type=int, default=2000)
-    ap.add_argument("--rounds", type=int, default=10)
-    args = ap.parse_args()
-    import gradcli
-    torch = import_torch()
-    if torch is None:
-        raise SystemExit("PyTorch is not installed: nothing to compare with")
-    torch.set_num_threads(1)
-    print(machine() + ", torch threads 1")
-    cases, _ = bench_ops.all_cases(args.only)
+    args, gradcli, torch, cases = bench_ops.case_by_case(__doc__.splitlines()[0], calls=2000, rounds=10)
     for case in cases:
         (gf, gb), (tf, tb) = split(gradcli, case, args.calls, args.rounds), split(torch, case, args.calls, args.rounds)
         print(f"{case.label:45s} fwd {gf:6.2f}/{tf:6.2f} = {gf / tf:.2f}x  bwd {gb:6.2f}/{tb:6.2f} = {gb / tb:.2f}x  "

@@ -515,7 +515,10 @@ def test_the_prescan_finds_long_numbers_as_its_lookbehind_pattern_does():
     long = "1" * (n + 1)
     texts = ["x = " + long, "x" + long, "x" + long + " + " + long, "é" + long + "\n(" + long,
              "_" + long + "_" + long, "a = 1\n" + long[:-1] + "\n", long, "y = " + "1_" * n,
-             "x" + long + "+" + "2" * n, "z" * 10 + "9" * (3 * n) + " " + "9" * (n + 5)]
+             "x" + long + "+" + "2" * n, "z" * 10 + "9" * (3 * n) + " " + "9" * (n + 5),
+             # the ASCII pre-check: runs one short, of "_" alone, and other scripts' digits (\d's)
+             "x = " + long[:-1], "x = " + "_" * (n + 3), "x = \u0661" + long[:-1], "\u0661" * (n + 1),
+             "x = " + "\u0661" * n]
     for text in texts:
         found, expected = _long_number(text), reference.search(text)
         assert (found and found.span()) == (expected and expected.span()), text[:20]

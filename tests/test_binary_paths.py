@@ -294,6 +294,31 @@ def test_number_operands_give_torchs_bits(dtype_name):
                     assert same.all(), (c, call(x, c), call(t, c))
 
 
+@pytest.mark.parametrize("dtype_name", ["float32", "float64"])
+def test_number_operands_give_torchs_gradient_bits(dtype_name):
+    """The backward of ``a * c``, ``c * a`` and ``a / c`` (the number as the gradient's operand, a
+    kept 0-d array where its cast is plain): torch's bits, for every number of NUMBERS, with a
+    gradient of random values flowing in."""
+    import random
+    random.seed(1)
+    values = [random.uniform(-10, 10) for _ in range(300)]
+    seed = [random.uniform(-3, 3) for _ in range(300)]
+    calls = [lambda a, c: a * c, lambda a, c: c * a, lambda a, c: a / c]
+    with np.errstate(all="ignore"):
+        for _ in range(2):  # the second time from the kept arrays
+            for c in NUMBERS:
+                for call in calls:
+                    grads = []
+                    for lib in (gc, torch):
+                        dtype = getattr(lib, dtype_name)
+                        x = lib.tensor(values, dtype=dtype, requires_grad=True)
+                        call(x, c).backward(lib.tensor(seed, dtype=dtype))
+                        grads.append(np.asarray(x.grad.tolist()))
+                    got, want = grads
+                    same = (got == want) & (np.signbit(got) == np.signbit(want)) | np.isnan(got) & np.isnan(want)
+                    assert same.all(), (c, got[~same][:3], want[~same][:3])
+
+
 def test_number_array_keeps_plain_casts_only():
     from gradcli.backend.numpy_fast import number_array
     f32, f64 = np.dtype(np.float32), np.dtype(np.float64)

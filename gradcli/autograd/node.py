@@ -27,7 +27,7 @@ import weakref
 
 from ..errors import AutogradError
 from .tensor import Detached, Tensor, _ndarray_type, inference_saved
-from ..backend.numpy_fast import HalfOpmath as _HalfOpmath
+from ..backend.numpy_fast import HalfOpmath as _HalfOpmath, number_array as _number_array
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors "
           "after they have already been freed). Saved intermediate values of the graph are freed "
@@ -481,8 +481,10 @@ def _apply_2(node, grad, F, differentiable):
     elif x1.__class__ in _NUMBERS:
         if differentiable:
             x1 = _wrapped_number(x1, grad, F)
-        elif grad.__class__ is _ndarray and grad.dtype is _F16 and node.opmath_number:
-            x1 = _HalfOpmath(x1)  # grad * other, grad / other: as torch's float16 kernels
+        elif grad.__class__ is _ndarray and node.opmath_number:  # grad * other, grad / other
+            # float16: as torch's kernels (opmath); float32/64: the number as a 0-d array of the
+            # gradient's dtype, the forward's operand (the same bits under NEP 50, half the call)
+            x1 = _HalfOpmath(x1) if grad.dtype is _F16 else _number_array(x1, grad.dtype)
     result = node._sr  # the saved array as it is, unless it may have changed or must be a tensor
     if result is not None and (differentiable or getattr(node, "_vr", None) is not None):
         result = _saved_result(node, F, differentiable)

@@ -45,8 +45,7 @@ def _long_number(text: str):
     lookbehind, which costs ``re`` a test at every character (two thirds of the search of a long
     program); a run found after a word character is skipped whole: no position in it can match."""
     global _LONG_NUMBER, _WORD, _RUN
-    if text.isascii() and _DIGITS_AS_ZEROS is not None and \
-            _ZEROS not in text.translate(_DIGITS_AS_ZEROS):  # no run that long of [0-9_] at all
+    if text.isascii() and _ZEROS not in text.translate(_DIGITS_AS_ZEROS):  # no run that long of [0-9_]
         return None  # (a tenth of the search's time on a long program: ~1 ms a megabyte)
     if _LONG_NUMBER is None:
         import re

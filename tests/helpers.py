@@ -100,6 +100,15 @@ def dtype_name(t) -> str:
     return str(t.dtype).replace("torch.", "")
 
 
+def assert_close_or_none(ours, theirs, **tolerances) -> None:
+    """Two lists of gradients (arrays, or None for an input without one), pair by pair: None in the
+    same places, the arrays close (``np.testing.assert_allclose``'s ``tolerances``)."""
+    for a, b in zip(ours, theirs):
+        assert (a is None) == (b is None)
+        if a is not None:
+            np.testing.assert_allclose(a, b, **tolerances)
+
+
 def assert_matches_torch(ours, theirs, atol=1e-6, rtol=1e-5):
     """Values, shape and dtype of a gradcli tensor against a torch tensor (NaNs in the same places)."""
     assert list(ours.shape) == list(theirs.shape), (ours.shape, theirs.shape)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from helpers import clean_engine_state  # noqa: F401
+from helpers import assert_close_or_none, clean_engine_state  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
@@ -83,10 +83,7 @@ def test_hooks_run_in_torchs_order(seed, node_hook):
     order, grads = _run(gc, n_leaves, steps, roots, node_hook)
     torch_order, torch_grads = _run(torch, n_leaves, steps, roots, node_hook)
     assert order == torch_order
-    for ours, theirs in zip(grads, torch_grads):
-        assert (ours is None) == (theirs is None)
-        if ours is not None:
-            np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+    assert_close_or_none(grads, torch_grads, rtol=1e-5)
 
 
 def test_leaves_of_one_node_in_torchs_tie_order():

@@ -12,6 +12,7 @@ import pytest
 import gradcli as gc
 from gradcli.errors import GradcliError, LimitError
 from gradcli.limits import LIMITS
+from helpers import assert_close_or_none
 
 torch = pytest.importorskip("torch")
 
@@ -72,10 +73,7 @@ def _same(ours, theirs, rtol, key=None):
     for g, h in zip(ours["grads"], theirs["grads"]):
         np.testing.assert_allclose(g, h, rtol=rtol, atol=rtol)
     assert (ours["second"] is None) == (theirs["second"] is None)
-    for g, h in zip(ours["second"] or (), theirs["second"] or ()):
-        assert (g is None) == (h is None)
-        if g is not None:
-            np.testing.assert_allclose(g, h, rtol=rtol, atol=rtol)
+    assert_close_or_none(ours["second"] or (), theirs["second"] or (), rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("sa,sb", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
@@ -182,10 +180,7 @@ def test_matmul_folds_or_batches_as_torch_decides(sa, sb):
             continue
         ours, theirs = _fold_case(gc, sa, sb, ga, gb, transposed), _fold_case(torch, sa, sb, ga, gb, transposed)
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-6)
-        for g, h in zip(ours[2], theirs[2]):
-            assert (g is None) == (h is None)
-            if g is not None:
-                np.testing.assert_allclose(g, h, rtol=1e-5, atol=1e-6)
+        assert_close_or_none(ours[2], theirs[2], rtol=1e-5, atol=1e-6)
         # torch's reshape of a strided view that needs no copy is ReshapeAliasBackward0 (or, for a
         # batch of 1 transposed, a view where gradcli's reshape copies): not modelled by reshape yet
         if "ReshapeAlias" not in repr(theirs[0]):

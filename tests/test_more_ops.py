@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from helpers import clean_engine_state  # noqa: F401
+from helpers import assert_close_or_none, clean_engine_state  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
@@ -147,10 +147,7 @@ def test_against_torch(name, dtype):
     rtol = 2e-7 if dtype == "float32" else 1e-15
     np.testing.assert_allclose(ours[0], theirs[0], rtol=rtol * 4, atol=0)
     assert ours[1] == theirs[1]
-    for a, b in zip(ours[2], theirs[2]):
-        assert (a is None) == (b is None)
-        if a is not None:
-            np.testing.assert_allclose(a, b, rtol=rtol * 8, atol=1e-30)
+    assert_close_or_none(ours[2], theirs[2], rtol=rtol * 8, atol=1e-30)
 
 
 SPECIAL = [math.inf, -math.inf, math.nan, 0.0, -0.0, 1.0, -1.0, 30.0, -30.0, 1e-8, 2.0]
@@ -403,10 +400,7 @@ def test_an_explicit_rounding_mode_none_records_divbackward2_as_torch(call):
     (a, na, ga), (b, nb, gb) = seen
     np.testing.assert_allclose(a, b, rtol=1e-15)
     assert na == nb
-    for p, q in zip(ga, gb):
-        assert (p is None) == (q is None)
-        if p is not None:
-            np.testing.assert_allclose(p, q, rtol=1e-15)
+    assert_close_or_none(ga, gb, rtol=1e-15)
 
 
 def test_div_signature_reads_as_torchs():

@@ -102,7 +102,9 @@ class Node:
     save_result: bool = False
     save_sizes: bool = False
     broadcasts: bool = False    # elementwise op whose gradients must be summed back to input shapes
-    opmath_number: bool = False  # a Python number ``other`` meets a float16 gradient in float32 (mul, div)
+    # a Python number ``other`` is an operand of the gradient (mul, div): a float16 gradient meets it in
+    # float32 (torch's opmath), a float32/64 one as the forward's kept 0-d array (number_array)
+    opmath_number: bool = False
     needs_sizes: bool = False   # some formula reads an input's sizes
     _arity: int = -1            # number of inputs of a define_node class (-1: hand-written)
     _mask_plans = None

@@ -820,13 +820,7 @@ class Evaluator(Statements):
         except GradcliError:
             raise
         except (TypeError, AttributeError, KeyError) as exc:
-            moved = sandbox.sequence_keyword(fn, args, kwargs) if kwargs and exc.__class__ is TypeError else None
-            if moved is not None:  # x.view(size=(2, 3))
-                return sandbox.call(target, *moved)
-            err = sandbox.call_error(fn, args, kwargs, exc)
-            if err is exc:
-                raise
-            raise err from None
+            return sandbox.failed_call(fn, target, args, kwargs, exc)
 
     def _print(self, *args, sep=" ", end="\n", flush=False):
         left = LIMITS.max_output - self.printed_chars  # --max-output bounds all the printed text

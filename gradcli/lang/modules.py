@@ -58,9 +58,9 @@ class Module:
 
 _MODULES: dict = {}
 
-# Bare names of the dialect (``view(x, 6)``) that torch has as Tensor methods only, and the
-# autograd.graph member: ``torch.view(x, 6)`` fails in torch, so it fails here (tests/test_lang_pytorch.py
-# checks every member of the torch modules against torch's own).
+# Bare names of the dialect (``view(x, 6)``) that torch has as Tensor methods only: ``torch.view(x, 6)``
+# fails in torch, so it fails here, with a hint (_NOT_IN_TORCH; tests/test_lang_pytorch.py checks every
+# member of the torch modules against torch's own).
 _METHODS_ONLY = ("view", "expand", "expand_as", "to", "copy_")
 
 

@@ -461,13 +461,20 @@ def call(fn, args, kwargs):
     except GradcliError:
         raise
     except (TypeError, AttributeError, KeyError) as exc:
-        moved = sequence_keyword(fn, args, kwargs) if kwargs and exc.__class__ is TypeError else None
-        if moved is not None:
-            return call(fn, *moved)
-        err = call_error(fn, args, kwargs, exc)
-        if err is exc:
-            raise
-        raise err from None
+        return failed_call(fn, fn, args, kwargs, exc)
+
+
+def failed_call(fn, target, args, kwargs, exc: Exception):
+    """After ``target(*args, **kwargs)`` (``fn``, or ``fn`` with its ``out=`` bound) raised ``exc`` (a
+    TypeError, AttributeError or KeyError): the call again where torch's keyword for a sequence of
+    sizes was given (``x.view(size=(2, 3))``), else the error in torch's words, raised."""
+    moved = sequence_keyword(fn, args, kwargs) if kwargs and exc.__class__ is TypeError else None
+    if moved is not None:
+        return call(target, *moved)
+    err = call_error(fn, args, kwargs, exc)
+    if err is exc:
+        raise exc
+    raise err from None
 
 
 # torch's keyword for the sizes a shape op takes as ``*args`` where it is not the parameter's own name

@@ -13,8 +13,8 @@ import operator as _operator
 import numpy as _np
 
 from ..backend import dtypes as _dt
-from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, greatest as _greatest, half_by_number as _half_by_number, \
-    least as _least, scalars as _scalars
+from ..backend.numpy_fast import EXP_NEG_SAFE as _EXP_NEG_SAFE, half_by_number as _half_by_number, least as _least, \
+    scalars as _scalars
 from ..errors import AutogradError, GradTypeError, KernelTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, guard_attrs, record_number
 from .registry import BROADCASTS as _BROADCASTS, FUNCTIONS, alias as _alias, as_tensor_arg, op
@@ -219,7 +219,7 @@ def sub(input, other, *, alpha=1):
 MulBackward0 = define_node(
     "MulBackward0", inputs=("self", "other"), broadcasts=True, forward=_by_number(_np.multiply, _operator.mul),
     self="grad * other", other="grad * self")
-MulBackward0.opmath_number = True  # a number saved as ``other`` meets a float16 gradient as torch's kernel
+MulBackward0.opmath_number = True  # a number saved as ``other`` meets the gradient as torch's kernel
 
 
 @op(MulBackward0, MulBackward1, operator="a * b", reflected=True, fast=True, inplace="a *= b")
@@ -705,18 +705,16 @@ def logit_grad(F, grad, self, eps):
         inside = F.logical_and(self >= lo, self <= hi)  # (its 1 - self a C++ one: SubBackward0)
         return F.where(inside, grad / (self * (F.filled(1, self) - self)), _math.nan if eps is None else 0.0)
     out = grad / (self * (1 - self))
-    if eps is None or eps < 0:
-        if self.__class__ is _ndarray and self.size and 0 <= _least(self) and _greatest(self) <= 1:
-            return out  # every x inside (NaN is not): nothing to replace
-        return F.where(F.logical_or(self < 0, self > 1), _math.nan, out)
-    if out.__class__ is _ndarray and self.__class__ is _ndarray:  # the kernel's 0 outside, in place
-        lo, hi = _bounds(self, eps)
+    plain = eps is None or eps < 0  # NaN outside [0, 1]; with eps, 0 outside [eps, 1 - eps]
+    fill = _math.nan if plain else 0.0
+    if out.__class__ is _ndarray and self.__class__ is _ndarray:  # in place (NaN is not outside)
+        lo, hi = _bounds(self, 0.0 if plain else eps)
         outside = _np.less(self, lo)
         outside |= _np.greater(self, hi)
-        _np.putmask(out, outside, 0.0)
+        _np.putmask(out, outside, fill)
         return out
-    lo, hi = _lo_hi(self, eps)
-    return F.where(F.logical_or(self < lo, self > hi), 0.0, out)
+    lo, hi = (0, 1) if plain else _lo_hi(self, eps)
+    return F.where(F.logical_or(self < lo, self > hi), fill, out)
 
 
 formula_helpers(sinc_grad=sinc_grad, logit_grad=logit_grad)

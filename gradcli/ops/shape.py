@@ -36,6 +36,8 @@ ReshapeAliasBackward0 = define_node("ReshapeAliasBackward0", self="F.reshape(gra
 UnsafeViewBackward0 = define_node("UnsafeViewBackward0", self="F.reshape(grad, self_sizes)",
                                   forward=_reshape_forward, attrs=("shape",))
 AliasBackward0 = define_node("AliasBackward0", self="grad", forward=lambda xp, x: x)
+
+
 def _clone(xp, x):
     """torch's clone (preserve_format): a copy whose strides keep the order of ``x``'s, made dense
     (torch's infer_dense_strides: dims ordered by stride, a 0 stride -- an expanded dim -- keeping

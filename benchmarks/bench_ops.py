@@ -12,7 +12,7 @@ function and operator, called the way programs call it:
   "not measured" (and ``tests/test_bench_ops.py`` fails, so a new op cannot be forgotten).
 
 One measurement: ``--calls`` outputs of the op computed from the same 2x2 float32 leaves (which
-require grad), then one ``autograd.backward(outputs, ones)``: the op's forward, its node, its
+require grad; ``--batch N``: N rows each, the same cases at a program's batch size), then one ``autograd.backward(outputs, ones)``: the op's forward, its node, its
 backward formula and the accumulation of its gradient into the leaf, per call. Rounds of gradcli and
 torch alternate (``_common.time_interleaved``), medians of ``--rounds`` after a warm-up; the figure
 is gradcli's time over torch's for the same case in the same run. Per family and overall: geometric
@@ -22,6 +22,7 @@ A second table times typical programs as chains (``y = y * 1.0001`` ... then one
 of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions).
 
     python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown] [--device cuda]
+    python benchmarks/bench_ops.py --batch 64 --calls 200   # the same cases on 64 rows
 """
 
 from __future__ import annotations
@@ -44,11 +45,15 @@ class Case:
 
 # ------------------------------------------------------------------------------ inputs
 
-def environment(lib):
+def environment(lib, batch: int = 2):
     """The leaves every case draws from, built the same way on gradcli and torch: 2x2 float32
-    values in [0.5, 1.5) (log, sqrt, pow stay finite), a row that broadcasts, a 2x3 matrix, vectors."""
+    values in [0.5, 1.5) (log, sqrt, pow stay finite), a row that broadcasts, a 2x3 matrix, vectors.
+    ``batch``: the leading dim of every leaf of two or more dims, and of the labels (their rows
+    repeated: the same values), as a program's batch of rows; the vectors keep their 2 elements."""
     def leaf(values, grad=True):
-        return lib.tensor(values, requires_grad=grad)
+        if batch != 2 and (isinstance(values[0], list) or grad is None):
+            values = [values[i % 2] for i in range(batch)]
+        return lib.tensor(values, requires_grad=bool(grad))
     lib.manual_seed(0)  # F.dropout's mask: torch's for the seed, so the two libraries' values agree
     return {
         "x": leaf([[0.9, 1.2], [0.7, 1.4]]),
@@ -62,9 +67,9 @@ def environment(lib):
         "p": leaf([[0.25, 0.6], [0.4, 0.9]]),  # inside (0, 1): logit
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
-        "mask": lib.tensor([[True, False], [False, True]]),
-        "target": lib.tensor([[1.0, 0.0], [0.0, 1.0]]),
-        "labels": lib.tensor([1, 0]),
+        "mask": leaf([[True, False], [False, True]], grad=False),
+        "target": leaf([[1.0, 0.0], [0.0, 1.0]], grad=False),
+        "labels": leaf([1, 0], grad=None),
     }
 
 
@@ -385,9 +390,9 @@ def case_by_case(description: str, calls: int, rounds: int):
 
 # ------------------------------------------------------------------------------ timing
 
-def fan_out(lib, case: Case, calls: int):
+def fan_out(lib, case: Case, calls: int, batch: int = 2):
     """``calls`` outputs of the case from the same leaves, then one backward through all of them."""
-    env = environment(lib)
+    env = environment(lib, batch)
     first = case.call(lib, env)
     seeds = [lib.ones_like(first)] * calls
 
@@ -467,6 +472,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1: tiny tensors)")
     ap.add_argument("--device", default="cpu",
                     help="cpu, or cuda: gradcli on CuPy against torch on CUDA, every measurement synchronised")
+    ap.add_argument("--batch", type=int, default=2,
+                    help="rows of every leaf of two or more dims (default 2: the 2x2 table); a recipe "
+                         "written for 2 rows that fails at another count is listed, not measured")
     args = ap.parse_args()
 
     torch = import_torch(args.threads)
@@ -478,9 +486,19 @@ def main() -> None:
 
 
     cases, missing = all_cases(args.only)
-    rows, by_family, ratios = [], {}, []
+    rows, by_family, ratios, unfit = [], {}, [], []
     for case in cases:
-        fns = {"gradcli": fan_out(gradcli, case, args.calls), "torch": fan_out(torch, case, args.calls)}
+        try:
+            theirs = fan_out(torch, case, args.calls, args.batch)
+            if args.batch != 2:
+                theirs()  # (its backward too: scatter's src of more rows than the index fails there)
+        except Exception:  # a recipe's shapes for 2 rows (x.view(4), expand(2, 2)) at another --batch
+            if args.batch == 2:
+                raise
+            unfit.append(case.label)
+            continue
+        fns = {"gradcli": fan_out(gradcli, case, args.calls, args.batch), "torch": theirs}  # (torch's call
+        # worked: gradcli's failing is a bug, and stops the run)
         us = measure(timed(fns), args.rounds, args.calls)
         r = us["gradcli"] / us["torch"]
         ratios.append(r)
@@ -497,8 +515,10 @@ def main() -> None:
     print("\nworst cases: " + ", ".join(f"{label} {r:.2f}x" for r, label in worst))
     if missing:
         print("not measured (differentiable, no recipe): " + ", ".join(missing))
+    if unfit:
+        print(f"not measured at --batch {args.batch} (the recipe's shapes are for 2 rows): " + ", ".join(unfit))
 
-    if not args.no_mixes:
+    if not args.no_mixes and args.batch == 2:  # (the chains are on 2x2 leaves of their own)
         print()
         mix_rows, mix_ratios = [], []
         for name, mix in MIXES.items():

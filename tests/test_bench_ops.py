@@ -51,3 +51,38 @@ def test_the_split_times_both_halves_and_turns_the_collector_back_on():
     forward, backward = bench_ops_split.split(gradcli, cases[0], calls=5, rounds=1)
     assert forward > 0 and backward > 0
     assert gc.isenabled()
+
+
+def test_a_batch_repeats_the_rows_of_every_leaf_of_two_or_more_dims():
+    env = bench_ops.environment(gradcli, batch=6)
+    assert tuple(env["x"].shape) == (6, 2) and tuple(env["m"].shape) == (6, 3) and tuple(env["b3"].shape) == (6, 2, 2)
+    assert tuple(env["row"].shape) == (2,) and env["labels"].tolist() == [1, 0, 1, 0, 1, 0]
+    assert env["x"].tolist()[4] == env["x"].tolist()[0] and env["mask"].tolist()[3] == [False, True]
+    assert env["x"].requires_grad and not env["labels"].requires_grad and not env["mask"].requires_grad
+
+
+def test_at_a_batch_of_64_every_case_torch_runs_gives_torchs_values_and_gradients():
+    """The op table's cases on 64-row leaves (``bench_ops.py --batch 64``): shapes no case was written
+    for. Where torch's call fails (a recipe's shapes for 2 rows), gradcli's fails too."""
+    torch = pytest.importorskip("torch")
+    for case in bench_ops.all_cases()[0]:
+        env_t = bench_ops.environment(torch, batch=64)
+        env_g = bench_ops.environment(gradcli, batch=64)
+        try:
+            theirs = case.call(torch, env_t)
+            theirs.backward(torch.ones_like(theirs))
+        except Exception:
+            with pytest.raises(Exception):
+                ours = case.call(gradcli, env_g)
+                ours.backward(gradcli.ones_like(ours))
+            continue
+        ours = case.call(gradcli, env_g)
+        ours.backward(gradcli.ones_like(ours))
+        np.testing.assert_allclose(np.array(ours.detach().tolist()), theirs.detach().numpy(), rtol=1e-5, atol=1e-6,
+                                   err_msg=case.label)
+        for name, t in env_t.items():
+            g = env_g[name].grad
+            assert (g is None) == (t.grad is None), (case.label, name)
+            if g is not None:
+                np.testing.assert_allclose(np.array(g.tolist()), t.grad.numpy(force=True), rtol=1e-5, atol=1e-5,
+                                           err_msg=f"{case.label}: {name}.grad")

@@ -79,3 +79,17 @@ def test_ignored_rows_and_weights_as_torch(n, dtype, weighted):
                 got.backward()
                 want.backward()
                 assert np.array_equal(np.asarray(gx.grad.tolist(), dtype), tx.grad.numpy())
+
+
+def test_every_rows_cascade_is_the_general_cascade_bit_for_bit():
+    """With every row kept, the cascade is taken a level at a time (groups of 16 summed at once);
+    it adds in the same order as the row-by-row form that ignored rows take, at every size around
+    the levels' boundaries."""
+    rng = np.random.default_rng(7)
+    sizes = [*range(17, 300), 4095, 4096, 4097, 4111, 4112, 4113, 65535, 65536, 65537, 65553, 1048577]
+    for n in sizes:
+        for dtype in (np.float32, np.float64):
+            d = (rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3])).astype(dtype)
+            fast = NF._cascade_sum(d)
+            general = NF._cascade_sum(d, np.arange(n))
+            assert type(fast) is type(general) and fast == general, (n, dtype)

@@ -330,7 +330,7 @@ def _cascade_sum(d, rows=None):
     if rows is None:
         if n <= 16:
             return _ACCUMULATE(d[1:])[-1] + d[0] if n > 1 else d[0]
-        rows = _rows(n)
+        return _cascade_of_every_row(d)
     if not n:
         return d.dtype.type(0)
     parts = []
@@ -356,6 +356,33 @@ def _cascade_sum(d, rows=None):
 
 
 _ACCUMULATE = _np.add.accumulate  # (in order: NumPy's reduce pairs values from 9 on)
+
+
+def _cascade_of_every_row(d):
+    """_cascade_sum of every row (n > 16), a level at a time with no loop over the rows: a level's
+    values (row 0's, then one for each 16 ** level rows) are [v0], then full groups of 16, then a
+    tail of fewer; each group's sum, in order (accumulate along the group), passes up with v0, and
+    the tail's sum stays as the level's part. v0 passes through every level to the last."""
+    parts = []
+    values = d
+    for _ in range(7):  # levels 0 to 6; the last keeps all it is given
+        k = values.shape[0]
+        if k == 1:
+            break
+        full = (k - 1) >> 4
+        end = 1 + (full << 4)
+        if end < k:
+            parts.append(_ACCUMULATE(values[end:])[-1])
+        if not full:
+            values = values[:1]
+            break
+        sums = _ACCUMULATE(values[1:end].reshape(full, 16), 1)[:, -1]
+        values = _np.concatenate((values[:1], sums))
+    parts.append(_ACCUMULATE(values)[-1] if values.shape[0] > 1 else values[0])
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return total
 
 
 def _picked(xp, ndim, target, ignore_index, weight, total_weight):

@@ -11,6 +11,7 @@ import pytest
 
 from gradcli.backend import NUMPY
 from gradcli.backend.numpy_fast import _ROUNDED_ONCE, NUMPY_NAMESPACE as xp, ROUNDED_ONCE_MAX
+from helpers import same_bits
 
 
 def _arrays():
@@ -373,3 +374,58 @@ def test_small_float32_transcendentals_give_torchs_bits():
         numpy_own = np.concatenate([getattr(np, name)(c) for c in chunks])
         assert (ours == theirs).mean() >= floor, name
         assert (ours == theirs).mean() > (numpy_own == theirs).mean(), name
+
+
+def _rows_of(rng, dtype, rows, width):
+    if np.dtype(dtype).kind == "f":
+        special = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -np.finfo(dtype).max / 2], dtype)
+        x = (rng.standard_normal((rows, width)) * rng.choice([1e-3, 1.0, 1e3], (rows, width))).astype(dtype)
+        x[rng.random((rows, width)) < 0.1] = rng.choice(special)
+        return x
+    return rng.integers(-50, 50, (rows, width)).astype(dtype)
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.maximum, np.minimum], ids=lambda u: u.__name__)
+def test_along_rows_is_the_reduction_bit_for_bit(ufunc, monkeypatch):
+    """along_rows reduces many narrow rows across a transposed copy: the reduction's own values (signed
+    zeros, NaN, overflow), dtype and shape, for every width it takes and every way to name the
+    last axis; anything else (a wider row, another axis, a strided array) is NumPy's call. The
+    least row count is lowered to 1, so that every case below takes the copy where it can."""
+    from gradcli.backend import numpy_fast as nf
+    widest, _ = nf._NARROW[ufunc]
+    monkeypatch.setitem(nf._NARROW, ufunc, (widest, 1))
+    rng = np.random.default_rng(3)
+    dtypes = [np.float32, np.float64] + ([] if ufunc is np.add else [np.float16, np.int64, np.int32])
+    with np.errstate(over="ignore", invalid="ignore"):  # (sums of the largest values overflow)
+        for dtype in dtypes:
+            for width in [1, 2, 3, 5, widest, widest + 1, 40]:
+                for lead in [(1,), (3,), (130,), (4, 33)]:
+                    x = _rows_of(rng, dtype, int(np.prod(lead)), width).reshape(lead + (width,))
+                    last = x.ndim - 1
+                    for axis in (last, (last,), -1, (-1,), 0):
+                        for keepdims in (False, True):
+                            want = ufunc.reduce(x, axis, None, None, keepdims)
+                            got = nf.along_rows(ufunc, x, axis, keepdims)
+                            same_bits(got, want)
+                    want = ufunc.reduce(x.T, -1, None, None, True)  # strided: NumPy's own call
+                    same_bits(nf.along_rows(ufunc, x.T, -1, True), want)
+
+
+
+def test_along_rows_copies_only_where_the_order_is_the_same_and_the_copy_pays():
+    """The limits: a float32/float64 sum of up to 7 values, a maximum or minimum of up to 32, over
+    enough rows. From 8 values NumPy's sum pairs them (not in order), a float16 sum accumulates in
+    float32, and a few rows reduce faster in place: each of those is NumPy's own call. (Which path
+    ran shows in the result: the copy's is a reshaped view, NumPy's call returns a base array.)"""
+    from gradcli.backend import numpy_fast as nf
+
+    def copied(ufunc, rows, width, dtype=np.float32):
+        x = np.ones((rows, width), dtype)
+        got = nf.along_rows(ufunc, x, 1)
+        assert np.array_equal(got, ufunc.reduce(x, 1))
+        return got.base is not None
+
+    assert copied(np.add, 1000, 7) and copied(np.add, 1000, 3, np.float64) and copied(np.add, 128, 2)
+    assert not copied(np.add, 1000, 8) and not copied(np.add, 1000, 3, np.float16) and not copied(np.add, 127, 2)
+    assert copied(np.maximum, 48, 32) and copied(np.minimum, 1000, 1, np.int64) and copied(np.maximum, 60, 2, np.float16)
+    assert not copied(np.maximum, 1000, 33) and not copied(np.minimum, 47, 10)

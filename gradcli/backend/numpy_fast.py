@@ -308,6 +308,31 @@ def _cumulative(ufunc, numpy_fn, x, axis, dtype, out, include_initial):
     return numpy_fn(x, axis=axis, dtype=dtype, out=out, include_initial=include_initial)
 
 
+def along_rows(ufunc, x, axis, keepdims=False):
+    """``ufunc.reduce(x, axis, None, None, keepdims)`` (``ufunc``: np.add, np.maximum or np.minimum),
+    and the same result bit for bit, where it costs less: ``axis`` the last dim (an int or a
+    1-tuple) of a C-contiguous array of many narrow rows. NumPy reduces such rows one at a time, a
+    call of its inner loop per row (maximum over 1024 rows of 10: 60 us); reduced instead across a
+    transposed copy, each row's values are combined in order by whole-array passes (6 us). A
+    maximum or minimum is the same in any order, signed zeros and NaN included; a float32/64 sum
+    of fewer than 8 values is added in order by NumPy's pairwise sum too (from 8 it is not)."""
+    if x.__class__ is _ndarray and x.ndim >= 2:
+        shape = x.shape
+        w = shape[-1]
+        widest, rows = _NARROW[ufunc]
+        if 0 < w <= widest and x.size >= rows * w:
+            last = len(shape) - 1
+            if (axis == (last,) or axis == last or axis == -1 or axis == (-1,)) and x.flags.c_contiguous \
+                    and (ufunc is not _np.add or x.dtype is _F32 or x.dtype is _F64):
+                out = ufunc.reduce(x.reshape(-1, w).T.copy(), 0)
+                return out.reshape(shape[:-1] + (1,) if keepdims else shape[:-1])
+    return ufunc.reduce(x, axis, None, None, keepdims)
+
+
+# along_rows, per reduction: the widest rows it takes, and the fewest rows where the copy pays
+_NARROW = {_np.add: (7, 128), _np.maximum: (32, 48), _np.minimum: (32, 48)}
+
+
 def accumulate(ufunc, x, axis):
     """``ufunc.accumulate`` along ``axis`` of a NumPy array as torch's CPU kernel runs it (what
     formulas.cumulative computes through this namespace's cumulative_sum/prod): float32 and float16

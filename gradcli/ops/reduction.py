@@ -14,7 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
-from ..backend.numpy_fast import along_axis_flat, along_axis_key, intp_scalar, reversed_key
+from ..backend.numpy_fast import along_axis_flat, along_axis_key, along_rows, intp_scalar, reversed_key
 from ..backend.rows import by_rows
 from ..errors import GradIndexError, GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -323,12 +323,12 @@ def _logsumexp(xp, x, dim, keepdim):
             out = by_rows(_partial(_logsumexp, xp, keepdim=True), dim, _kept_shape(x.shape, dim), x)
             if out is not None:
                 return out if keepdim else out.reshape(_without(out.shape, dim))
-        m = _MAX(x, dim, None, None, True)
+        m = _MAX(x, dim, None, None, True) if x.size < 64 else along_rows(_np.maximum, x, dim, True)
         total = float(_ADD(m, None))
         if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
             e = x - m
             _exp(e, e)
-            out = _ADD(e, dim, None, None, True)
+            out = _ADD(e, dim, None, None, True) if x.size < 256 else along_rows(_np.add, e, dim, True)
             _log(out, out)
             out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
             return out if keepdim else out.reshape(_without(out.shape, dim))
@@ -357,9 +357,14 @@ def _softmax(xp, x, dim):
             out = by_rows(_partial(_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        e = x - _MAX(x, dim, None, None, True)
+        if x.size < 64:  # (fewer elements: along_rows never copies)
+            e = x - _MAX(x, dim, None, None, True)
+            _exp(e, e)
+            e /= _ADD(e, dim, None, None, True)
+            return e
+        e = x - along_rows(_np.maximum, x, dim, True)
         _exp(e, e)
-        e /= _ADD(e, dim, None, None, True)
+        e /= along_rows(_np.add, e, dim, True)
         return e
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
@@ -375,8 +380,12 @@ def _log_softmax(xp, x, dim):
             out = by_rows(_partial(_log_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        d = x - _MAX(x, dim, None, None, True)
-        s = _ADD(_exp(d), dim, None, None, True)
+        if x.size < 64:  # (fewer elements: along_rows never copies)
+            d = x - _MAX(x, dim, None, None, True)
+            s = _ADD(_exp(d), dim, None, None, True)
+        else:
+            d = x - along_rows(_np.maximum, x, dim, True)
+            s = along_rows(_np.add, _exp(d), dim, True)
         _log(s, s)
         d -= s
         return d
@@ -396,11 +405,11 @@ def _var(xp, x, dim, correction, keepdim, root=False):
         n = x.size if dim is None else _count(x.shape, dim)
         dof = n - correction
         if dof > 0:
-            d = _ADD(x, dim, None, None, True)
+            d = along_rows(_np.add, x, dim, True)
             d /= n
             d = x - d
             d *= d
-            out = _ADD(d, dim, None, None, keepdim)
+            out = along_rows(_np.add, d, dim, keepdim)
             if out.__class__ is _ndarray:
                 out /= dof
                 return _sqrt(out, out) if root else out
@@ -417,7 +426,7 @@ def _mean(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         n = x.size if dim is None else _count(x.shape, dim)
         if n:
-            out = _ADD(x, dim, None, None, keepdim)
+            out = _ADD(x, dim, None, None, keepdim) if x.size < 256 else along_rows(_np.add, x, dim, keepdim)
             if out.__class__ is _ndarray:
                 out /= n
                 return out
@@ -435,7 +444,8 @@ SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
                            forward=lambda xp, x: array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: _ADD(x, dim, None, None, keepdim)
+                           forward=lambda xp, x, dim, keepdim: (_ADD(x, dim, None, None, keepdim) if x.size < 256
+                                                                else along_rows(_np.add, x, dim, keepdim))
                            if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
                             forward=lambda xp, x: array_mean(xp, x))

@@ -429,3 +429,17 @@ def test_along_rows_copies_only_where_the_order_is_the_same_and_the_copy_pays():
     assert not copied(np.add, 1000, 8) and not copied(np.add, 1000, 3, np.float16) and not copied(np.add, 127, 2)
     assert copied(np.maximum, 48, 32) and copied(np.minimum, 1000, 1, np.int64) and copied(np.maximum, 60, 2, np.float16)
     assert not copied(np.maximum, 1000, 33) and not copied(np.minimum, 47, 10)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])
+def test_max_and_min_of_many_narrow_rows_are_numpys(dtype):
+    """xp.max/xp.min and backend.array_max over the last dim of many rows take along_rows' copy:
+    NumPy's values (NaN and signed zeros included), dtype and shape, however the axis is named."""
+    from gradcli.backend import array_max
+    rng = np.random.default_rng(11)
+    x = _rows_of(rng, dtype, 1000, 5)
+    for axis in (1, -1, (1,), (-1,), 0, None):
+        for keepdims in (False, True):
+            same_bits(xp.max(x, axis=axis, keepdims=keepdims), np.max(x, axis=axis, keepdims=keepdims))
+            same_bits(xp.min(x, axis=axis, keepdims=keepdims), np.min(x, axis=axis, keepdims=keepdims))
+            same_bits(array_max(xp, x, axis, keepdims), np.max(x, axis=axis, keepdims=keepdims))

@@ -240,13 +240,17 @@ class NumPyNamespace:
     @staticmethod
     def max(x, axis=None, keepdims=False):
         if x.__class__ is _ndarray:
-            return _MAX(x, axis=axis, keepdims=keepdims)
+            if axis is None or x.size < 64:
+                return _MAX(x, axis=axis, keepdims=keepdims)
+            return along_rows(_np.maximum, x, axis, keepdims)  # (many narrow rows: across them)
         return _np.max(x, axis=axis, keepdims=keepdims)
 
     @staticmethod
     def min(x, axis=None, keepdims=False):
         if x.__class__ is _ndarray:
-            return _MIN(x, axis=axis, keepdims=keepdims)
+            if axis is None or x.size < 64:
+                return _MIN(x, axis=axis, keepdims=keepdims)
+            return along_rows(_np.minimum, x, axis, keepdims)
         return _np.min(x, axis=axis, keepdims=keepdims)
 
 

@@ -329,7 +329,9 @@ def _cascade_sum(d, rows=None):
     n = d.shape[0]
     if rows is None:
         if n <= 16:
-            return _ACCUMULATE(d[1:])[-1] + d[0] if n > 1 else d[0]
+            if n <= 2:  # (two values: one addition, without accumulate's array)
+                return d[1] + d[0] if n == 2 else d[0]
+            return _ACCUMULATE(d[1:])[-1] + d[0]
         return _cascade_of_every_row(d)
     if not n:
         return d.dtype.type(0)

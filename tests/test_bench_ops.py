@@ -61,13 +61,14 @@ def test_a_batch_repeats_the_rows_of_every_leaf_of_two_or_more_dims():
     assert env["x"].requires_grad and not env["labels"].requires_grad and not env["mask"].requires_grad
 
 
-def test_at_a_batch_of_64_every_case_torch_runs_gives_torchs_values_and_gradients():
-    """The op table's cases on 64-row leaves (``bench_ops.py --batch 64``): shapes no case was written
-    for. Where torch's call fails (a recipe's shapes for 2 rows), gradcli's fails too."""
+@pytest.mark.parametrize("batch", [1, 3, 64])
+def test_at_other_batches_every_case_torch_runs_gives_torchs_values_and_gradients(batch):
+    """The op table's cases on leaves of 1, 3 and 64 rows (``bench_ops.py --batch N``): shapes no
+    case was written for. Where torch's call fails (a recipe's shapes for 2 rows), gradcli's fails too."""
     torch = pytest.importorskip("torch")
     for case in bench_ops.all_cases()[0]:
-        env_t = bench_ops.environment(torch, batch=64)
-        env_g = bench_ops.environment(gradcli, batch=64)
+        env_t = bench_ops.environment(torch, batch=batch)
+        env_g = bench_ops.environment(gradcli, batch=batch)
         try:
             theirs = case.call(torch, env_t)
             theirs.backward(torch.ones_like(theirs))
@@ -78,6 +79,7 @@ def test_at_a_batch_of_64_every_case_torch_runs_gives_torchs_values_and_gradient
             continue
         ours = case.call(gradcli, env_g)
         ours.backward(gradcli.ones_like(ours))
+        assert list(ours.shape) == list(theirs.shape), case.label
         np.testing.assert_allclose(np.array(ours.detach().tolist()), theirs.detach().numpy(), rtol=1e-5, atol=1e-6,
                                    err_msg=case.label)
         for name, t in env_t.items():

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as _np
+
 from ..autograd.function import apply1
+from ..backend.numpy_fast import number_array
 from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..autograd.node import replace_saved
 from ..autograd.tensor import Tensor
 from ..autograd.views import ViewInfo, check_inplace, rebase, writable
 from ..errors import AutogradError, DeviceError, GradTypeError, RuntimeTypeError, ShapeError
+from .registry import BROADCASTS
 
 # The in-place functions torch has at module level (``torch.exp_(x)``); the others are methods only.
 TORCH_FUNCTIONS = frozenset(
@@ -28,10 +32,17 @@ TORCH_FUNCTIONS = frozenset(
       "arctanh_ negative_ fix_ nan_to_num_ logit_ sinc_".split())
 
 
-def inplace_variant(outplace, name: str):
+def inplace_variant(outplace, name: str, into=None):
     """The function ``name`` (``exp_``) that runs ``outplace`` (``exp``) and writes the result into
-    its first argument."""
+    its first argument. ``into``: the array operator in place (``operator.isub`` for ``sub_``) of an
+    op whose operator is its array operator (``fast=True``): with no gradient to record, a float
+    NumPy tensor (not a view) and a tensor operand of its dtype and shape (or one that broadcasts to
+    it) or a Python number, the op runs into the tensor's array, the out-of-place op's values
+    without its result (an optimizer's ``p -= lr * g`` under no_grad, ``p.add_(g)``)."""
     def inplace(input, *args, **kwargs):
+        if into is not None and len(args) == 1 and not kwargs and input.__class__ is Tensor \
+                and input._view is None and _into(into, input, args[0]):
+            return input
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
         check_inplace(input)  # Tensor._check_inplace's checks, without its per-call import
@@ -48,6 +59,40 @@ def inplace_variant(outplace, name: str):
     inplace.__wrapped__ = outplace  # its signature is the out-of-place op's (inspect.signature follows
     #                                 __wrapped__: read when asked, not at import for every variant)
     return inplace
+
+
+def _into(into, input: Tensor, other) -> bool:
+    """``into(input's array, other's)`` where that is the whole of the in-place op (see
+    inplace_variant); False, with nothing done, where it is not."""
+    da = input._data
+    if da.__class__ is not _ndarray or da.dtype.kind != "f" or da.dtype is _F16:  # (float16: opmath)
+        return False
+    kind = other.__class__
+    if kind is Tensor:
+        if _GRAD.enabled and (input._requires_grad or other._requires_grad):
+            return False
+        db = other._data
+        if db.__class__ is not _ndarray or db.dtype != da.dtype or other._backend is not input._backend:
+            return False
+        sa, sb = da.shape, db.shape
+        if sa != sb and BROADCASTS.get((sa, sb)) != sa:
+            return False
+    elif kind is float or kind is int:
+        if _GRAD.enabled and input._requires_grad:
+            return False
+        db = number_array(other, da.dtype)
+    else:
+        return False
+    if not da.flags.writeable:
+        return False
+    check_inplace(input)
+    into(da, db)
+    input._bump()
+    return True
+
+
+_ndarray = _np.ndarray
+_F16 = _np.dtype(_np.float16)
 
 
 def _any_requires_grad(args, kwargs) -> bool:

@@ -44,6 +44,9 @@ _DUNDERS = {
 # The array operation each fast operator path runs (``fast=True``): the operator itself.
 _ARRAY_OPERATORS = {"a + b": _operator.add, "a - b": _operator.sub, "a * b": _operator.mul,
                     "a / b": _operator.truediv}
+# ... and in place, for their in-place variants' fast path (``p -= lr * g`` under no_grad: inplace.py)
+_IN_PLACE = {"a + b": _operator.iadd, "a - b": _operator.isub, "a * b": _operator.imul,
+             "a / b": _operator.itruediv}
 
 
 class Op:
@@ -157,18 +160,18 @@ def op(*nodes, method: bool | str = True, operator: str | None = None, reflected
         if operator is not None:
             _install_operator(info, reflected, fast)
         if inplace:
-            _register_inplace(fn, fname, inplace, differentiable)
+            _register_inplace(fn, fname, inplace, differentiable, _IN_PLACE.get(operator) if fast else None)
         return fn
     return register
 
 
-def _register_inplace(fn, fname: str, inplace, differentiable: bool = True) -> None:
+def _register_inplace(fn, fname: str, inplace, differentiable: bool = True, into=None) -> None:
     from .inplace import TORCH_FUNCTIONS, inplace_variant
     iname = fname + "_"
     # the variant has a gradient where its out-of-place op has one (floor_divide_ has none)
     op(operator=inplace if isinstance(inplace, str) else None, category="in-place", name=iname,
        namespaces=("torch",) if iname in TORCH_FUNCTIONS else (), differentiable=differentiable)(
-        inplace_variant(fn, iname))
+        inplace_variant(fn, iname, into))
 
 
 def alias(name: str, target, *, inplace: bool = False):

@@ -1566,10 +1566,12 @@ ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like
 def zero_(input):
     """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
     input._check_inplace()
-    old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
+    record = input._requires_grad and _GRAD.enabled
+    if record:
+        old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
     writable(input)[...] = 0
     input._bump()
-    if input._requires_grad and _GRAD.enabled:
+    if record:
         rebase(input, apply(ZeroBackward0, (old,)).grad_fn)
     return input
 

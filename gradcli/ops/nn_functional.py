@@ -365,6 +365,15 @@ def _cascade_of_every_row(d):
     values (row 0's, then one for each 16 ** level rows) are [v0], then full groups of 16, then a
     tail of fewer; each group's sum, in order (accumulate along the group), passes up with v0, and
     the tail's sum stays as the level's part. v0 passes through every level to the last."""
+    n = d.shape[0]
+    if n <= 256:  # two levels: (the tail's sum + the groups' sums in order) + v0
+        full = (n - 1) >> 4
+        end = 1 + (full << 4)
+        sums = _ACCUMULATE(d[1:end].reshape(full, 16), 1)[:, -1]
+        total = _ACCUMULATE(sums)[-1] if full > 1 else sums[0]
+        if end < n:
+            total = _ACCUMULATE(d[end:])[-1] + total
+        return total + d[0]
     parts = []
     values = d
     for _ in range(7):  # levels 0 to 6; the last keeps all it is given

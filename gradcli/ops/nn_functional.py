@@ -362,38 +362,46 @@ _ACCUMULATE = _np.add.accumulate  # (in order: NumPy's reduce pairs values from 
 
 def _cascade_of_every_row(d):
     """_cascade_sum of every row (n > 16), a level at a time with no loop over the rows: a level's
-    values (row 0's, then one for each 16 ** level rows) are [v0], then full groups of 16, then a
-    tail of fewer; each group's sum, in order (accumulate along the group), passes up with v0, and
-    the tail's sum stays as the level's part. v0 passes through every level to the last."""
+    values are row 0's (v0, which passes through every level to the last) and then one for each
+    16 ** level rows (``rest``): full groups of 16, then a tail of fewer. Each group's sum, in order,
+    passes up; the tail's sum stays as the level's part."""
     n = d.shape[0]
     if n <= 256:  # two levels: (the tail's sum + the groups' sums in order) + v0
         full = (n - 1) >> 4
         end = 1 + (full << 4)
-        sums = _ACCUMULATE(d[1:end].reshape(full, 16), 1)[:, -1]
+        sums = _group_sums(d[1:end], full)
         total = _ACCUMULATE(sums)[-1] if full > 1 else sums[0]
         if end < n:
             total = _ACCUMULATE(d[end:])[-1] + total
         return total + d[0]
     parts = []
-    values = d
+    rest = d[1:]
     for _ in range(7):  # levels 0 to 6; the last keeps all it is given
-        k = values.shape[0]
-        if k == 1:
-            break
-        full = (k - 1) >> 4
-        end = 1 + (full << 4)
+        k = rest.shape[0]
+        full = k >> 4
+        end = full << 4
         if end < k:
-            parts.append(_ACCUMULATE(values[end:])[-1])
+            parts.append(_ACCUMULATE(rest[end:])[-1])
         if not full:
-            values = values[:1]
+            rest = None
             break
-        sums = _ACCUMULATE(values[1:end].reshape(full, 16), 1)[:, -1]
-        values = _np.concatenate((values[:1], sums))
-    parts.append(_ACCUMULATE(values)[-1] if values.shape[0] > 1 else values[0])
+        rest = _group_sums(rest[:end], full)
+    parts.append(d[0] if rest is None else _ACCUMULATE(_np.concatenate((d[:1], rest)))[-1])
     total = parts[0]
     for part in parts[1:]:
         total = total + part
     return total
+
+
+def _group_sums(values, full):
+    """The sums of ``full`` consecutive groups of 16 of ``values``, each added in order: along the
+    groups (accumulate), or for many groups across their transposed copy (a reduction down its 16
+    rows adds them in order too, and in 16 whole-array passes; a group of zeros gives +0.0 there,
+    -0.0 by accumulate: the loss's zero is +0.0 either way)."""
+    groups = values.reshape(full, 16)
+    if full < 16:
+        return _ACCUMULATE(groups, 1)[:, -1]
+    return _ADD_REDUCE(groups.T.copy(), 0)
 
 
 def _picked(xp, ndim, target, ignore_index, weight, total_weight):

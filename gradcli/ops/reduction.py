@@ -92,7 +92,7 @@ def amax_backward(F, grad, self, result, dim, keepdim):
             kept = _kept_shape(self.shape, dim)
             result, grad = result.reshape(kept), grad.reshape(kept)
         mask = (self == result).astype(grad.dtype)
-        count = _ADD(mask, dim, None, None, True)
+        count = _ADD(mask, dim, None, None, True) if mask.size < 256 else along_rows(_np.add, mask, dim, True)
         mask *= grad
         mask /= count
         return mask

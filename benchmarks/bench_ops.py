@@ -19,7 +19,8 @@ is gradcli's time over torch's for the same case in the same run. Per family and
 means of the per-case ratios.
 
 A second table times typical programs as chains (``y = y * 1.0001`` ... then one backward): the mixes
-of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions).
+of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions). A third
+times an optimizer's in-place updates of a parameter under no_grad (``p -= 0.1 * g``, ``g.zero_()``).
 
     python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown] [--device cuda]
     python benchmarks/bench_ops.py --batch 64 --calls 200   # the same cases on 64 rows
@@ -429,6 +430,26 @@ def chain(lib, mix, steps: int):
     return run
 
 
+# An optimizer's step: in-place updates of a parameter (a 2x2 leaf that requires grad) under no_grad.
+UPDATES = {
+    "p -= 0.1 * g": lambda L, p, g: p.__isub__(0.1 * g),
+    "p.add_(g)": lambda L, p, g: p.add_(g),
+    "p.mul_(0.9)": lambda L, p, g: p.mul_(0.9),
+    "p.sub_(g, alpha=0.1)": lambda L, p, g: p.sub_(g, alpha=0.1),
+    "g.zero_()": lambda L, p, g: g.zero_(),
+}
+
+
+def updates(lib, update, calls: int):
+    def run():
+        p = lib.ones(2, 2, requires_grad=True)
+        g = lib.full((2, 2), 1e-3)
+        with lib.no_grad():
+            for _ in range(calls):
+                update(lib, p, g)
+    return run
+
+
 def geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -529,6 +550,17 @@ def main() -> None:
             mix_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
         mix_rows.append(["geometric mean", "", "", f"{geomean(mix_ratios):.2f}x"])
         print(table(mix_rows, [f"{args.steps:,}-op chain", "gradcli us/op", "torch us/op", "gradcli/torch"]))
+        print()
+        up_rows, up_ratios = [], []
+        for name, update in UPDATES.items():
+            fns = {"gradcli": updates(gradcli, update, args.steps), "torch": updates(torch, update, args.steps)}
+            us = measure(timed(fns), args.rounds, args.steps)
+            r = us["gradcli"] / us["torch"]
+            up_ratios.append(r)
+            up_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
+        up_rows.append(["geometric mean", "", "", f"{geomean(up_ratios):.2f}x"])
+        print(table(up_rows, ["update under no_grad (an optimizer's step)", "gradcli us/op", "torch us/op",
+                              "gradcli/torch"]))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ fails its backward with torch's "modified by an inplace operation" message.
 
 from __future__ import annotations
 
+import operator as _operator
 import weakref
 
 import numpy as _np
@@ -40,8 +41,8 @@ def inplace_variant(outplace, name: str, into=None):
     it) or a Python number, the op runs into the tensor's array, the out-of-place op's values
     without its result (an optimizer's ``p -= lr * g`` under no_grad, ``p.add_(g)``)."""
     def inplace(input, *args, **kwargs):
-        if into is not None and len(args) == 1 and not kwargs and input.__class__ is Tensor \
-                and input._view is None and _into(into, input, args[0]):
+        if into is not None and len(args) == 1 and input.__class__ is Tensor and input._view is None \
+                and _into(into, input, args[0], kwargs):
             return input
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -61,12 +62,18 @@ def inplace_variant(outplace, name: str, into=None):
     return inplace
 
 
-def _into(into, input: Tensor, other) -> bool:
+def _into(into, input: Tensor, other, kwargs) -> bool:
     """``into(input's array, other's)`` where that is the whole of the in-place op (see
-    inplace_variant); False, with nothing done, where it is not."""
+    inplace_variant); False, with nothing done, where it is not. add_'s and sub_'s ``alpha`` (a
+    Python number, with a tensor operand): the operand scaled first, as the op's forward does."""
     da = input._data
     if da.__class__ is not _ndarray or da.dtype.kind != "f" or da.dtype is _F16:  # (float16: opmath)
         return False
+    alpha = 1
+    if kwargs:
+        alpha = kwargs.get("alpha", 1)
+        if len(kwargs) != 1 or into not in _ALPHA or alpha.__class__ is not float and alpha.__class__ is not int:
+            return False
     kind = other.__class__
     if kind is Tensor:
         if _GRAD.enabled and (input._requires_grad or other._requires_grad):
@@ -77,6 +84,10 @@ def _into(into, input: Tensor, other) -> bool:
         sa, sb = da.shape, db.shape
         if sa != sb and BROADCASTS.get((sa, sb)) != sa:
             return False
+        if alpha != 1:
+            db = number_array(alpha, da.dtype) * db
+    elif alpha != 1:
+        return False
     elif kind is float or kind is int:
         if _GRAD.enabled and input._requires_grad:
             return False
@@ -85,7 +96,10 @@ def _into(into, input: Tensor, other) -> bool:
         return False
     if not da.flags.writeable:
         return False
-    check_inplace(input)
+    # check_inplace's checks for a tensor that is not a view pass here (no gradient to record): what
+    # is left of them is handing a node that saved this tensor as its output the version counter
+    if input._fn is not None:
+        input._link_saved_result()
     into(da, db)
     input._bump()
     return True
@@ -93,6 +107,7 @@ def _into(into, input: Tensor, other) -> bool:
 
 _ndarray = _np.ndarray
 _F16 = _np.dtype(_np.float16)
+_ALPHA = frozenset((_operator.iadd, _operator.isub))  # the ops with an alpha: add_, sub_
 
 
 def _any_requires_grad(args, kwargs) -> bool:

@@ -188,3 +188,24 @@ def test_a_saved_output_changed_under_no_grad_fails_its_backward_as_torch():
         messages.append(str(err.value).split(";")[0])
     assert messages[0] == messages[1]
     assert "modified by an inplace operation" in messages[0]
+
+
+def test_zero_with_nothing_to_record_as_torch():
+    """zero_ takes the same shortcut (an optimizer's ``p.grad.zero_()``): torch's values, versions
+    and grad_fn, and a saved output zeroed under no_grad still fails its backward."""
+    for m in (gc, torch):
+        w = m.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        (w * w).sum().backward()
+        g = w.grad
+        with m.no_grad():
+            assert g.zero_() is g and w.zero_() is w
+        assert g.tolist() == w.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+        assert g._version == w._version == 1 and w.grad_fn is None and w.requires_grad
+        buf = m.tensor([5.0, -0.0])
+        buf.zero_()  # grad mode on, nothing requires grad
+        assert buf.tolist() == [0.0, 0.0] and str(buf.tolist()) == "[0.0, 0.0]" and buf._version == 1
+        y = m.tensor([0.5], requires_grad=True).exp()
+        with m.no_grad():
+            y.zero_()
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            y.backward()

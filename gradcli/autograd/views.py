@@ -328,6 +328,25 @@ def check_inplace(t: Tensor) -> None:
     t._link_saved_result()
 
 
+def unrecorded_array(t: Tensor):
+    """For an in-place change of ``t`` that records no gradient (the caller has checked: grad mode
+    off, or nothing involved requires grad): ``t``'s NumPy array where ``t`` is not a view and the
+    array is writable, with what is left of check_inplace's duties done (a node that saved ``t``
+    as its output gets the version counter); None for anything else, which takes the general path.
+    The caller writes into the array, then bumps the version."""
+    if t._view is not None:
+        return None
+    data = t._data
+    if data.__class__ is not _NDARRAY or not data.flags.writeable:
+        return None
+    if t._fn is not None:
+        t._link_saved_result()
+    return data
+
+
+_NDARRAY = __import__("numpy").ndarray
+
+
 def writable(t: Tensor):
     """``t``'s array, made writable if it is a read-only NumPy view (``expand`` of a clone
     that overlaps nothing is still read-only in NumPy). CuPy's arrays have no read-only flag."""

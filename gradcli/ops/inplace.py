@@ -20,7 +20,7 @@ from ..backend.numpy_fast import number_array
 from ..autograd.grad_mode import STATE as _GRAD, no_grad
 from ..autograd.node import replace_saved
 from ..autograd.tensor import Tensor
-from ..autograd.views import ViewInfo, check_inplace, rebase, writable
+from ..autograd.views import ViewInfo, check_inplace, rebase, unrecorded_array, writable
 from ..errors import AutogradError, DeviceError, GradTypeError, RuntimeTypeError, ShapeError
 from .registry import BROADCASTS
 
@@ -41,8 +41,7 @@ def inplace_variant(outplace, name: str, into=None):
     it) or a Python number, the op runs into the tensor's array, the out-of-place op's values
     without its result (an optimizer's ``p -= lr * g`` under no_grad, ``p.add_(g)``)."""
     def inplace(input, *args, **kwargs):
-        if into is not None and len(args) == 1 and input.__class__ is Tensor and input._view is None \
-                and _into(into, input, args[0], kwargs):
+        if into is not None and len(args) == 1 and input.__class__ is Tensor and _into(into, input, args[0], kwargs):
             return input
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -94,12 +93,8 @@ def _into(into, input: Tensor, other, kwargs) -> bool:
         db = number_array(other, da.dtype)
     else:
         return False
-    if not da.flags.writeable:
+    if unrecorded_array(input) is None:  # a view, a read-only array
         return False
-    # check_inplace's checks for a tensor that is not a view pass here (no gradient to record): what
-    # is left of them is handing a node that saved this tensor as its output the version counter
-    if input._fn is not None:
-        input._link_saved_result()
     into(da, db)
     input._bump()
     return True

@@ -22,7 +22,7 @@ from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import LIMITS, TRACK_BYTES, check_numel
 from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
-from ..autograd.views import rebase, writable
+from ..autograd.views import rebase, unrecorded_array, writable
 from .inplace import inplace_variant, scalar_type as _scalar_type
 
 _SCALARS = (int, float, bool)
@@ -1565,8 +1565,13 @@ ZeroBackward0 = define_node("ZeroBackward0", forward=lambda xp, x: xp.zeros_like
 @op(ZeroBackward0, category="in-place")
 def zero_(input):
     """Fill with zeros in place; on a non-leaf its gradient is zero from here on (ZeroBackward0)."""
-    input._check_inplace()
     record = input._requires_grad and _GRAD.enabled
+    data = None if record else unrecorded_array(input)
+    if data is not None:  # nothing to record, not a view (an optimizer's grad.zero_())
+        data.fill(0)
+        input._bump()
+        return input
+    input._check_inplace()
     if record:
         old = Tensor._make(input._data, input._backend, input.grad_fn)  # the tensor as it was: its edge
     writable(input)[...] = 0

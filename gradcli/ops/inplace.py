@@ -41,7 +41,8 @@ def inplace_variant(outplace, name: str, into=None):
     it) or a Python number, the op runs into the tensor's array, the out-of-place op's values
     without its result (an optimizer's ``p -= lr * g`` under no_grad, ``p.add_(g)``)."""
     def inplace(input, *args, **kwargs):
-        if into is not None and len(args) == 1 and input.__class__ is Tensor and _into(into, input, args[0], kwargs):
+        if into is not None and len(args) == 1 and input.__class__ is Tensor \
+                and not (input._requires_grad and _GRAD.enabled) and _into(into, input, args[0], kwargs):
             return input
         if input.__class__ is not Tensor:
             raise GradTypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -75,7 +76,7 @@ def _into(into, input: Tensor, other, kwargs) -> bool:
             return False
     kind = other.__class__
     if kind is Tensor:
-        if _GRAD.enabled and (input._requires_grad or other._requires_grad):
+        if other._requires_grad and _GRAD.enabled:  # (the input's, the caller has checked)
             return False
         db = other._data
         if db.__class__ is not _ndarray or db.dtype != da.dtype or other._backend is not input._backend:
@@ -88,8 +89,6 @@ def _into(into, input: Tensor, other, kwargs) -> bool:
     elif alpha != 1:
         return False
     elif kind is float or kind is int:
-        if _GRAD.enabled and input._requires_grad:
-            return False
         db = number_array(other, da.dtype)
     else:
         return False

@@ -540,28 +540,23 @@ def main() -> None:
         print(f"not measured at --batch {args.batch} (the recipe's shapes are for 2 rows): " + ", ".join(unfit))
 
     if not args.no_mixes and args.batch == 2:  # (the chains are on 2x2 leaves of their own)
-        print()
-        mix_rows, mix_ratios = [], []
-        for name, mix in MIXES.items():
-            fns = {"gradcli": chain(gradcli, mix, args.steps), "torch": chain(torch, mix, args.steps)}
-            us = measure(timed(fns), args.rounds, args.steps)
-            r = us["gradcli"] / us["torch"]
-            mix_ratios.append(r)
-            mix_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
-        mix_rows.append(["geometric mean", "", "", f"{geomean(mix_ratios):.2f}x"])
-        print(table(mix_rows, [f"{args.steps:,}-op chain", "gradcli us/op", "torch us/op", "gradcli/torch"]))
-        print()
-        up_rows, up_ratios = [], []
-        for name, update in UPDATES.items():
-            fns = {"gradcli": updates(gradcli, update, args.steps), "torch": updates(torch, update, args.steps)}
-            us = measure(timed(fns), args.rounds, args.steps)
-            r = us["gradcli"] / us["torch"]
-            up_ratios.append(r)
-            up_rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
-        up_rows.append(["geometric mean", "", "", f"{geomean(up_ratios):.2f}x"])
-        print(table(up_rows, ["update under no_grad (an optimizer's step)", "gradcli us/op", "torch us/op",
-                              "gradcli/torch"]))
+        for title, items, make in ((f"{args.steps:,}-op chain", MIXES, chain),
+                                   ("update under no_grad (an optimizer's step)", UPDATES, updates)):
+            print()
+            print(side_by_side(title, items, make, gradcli, torch, timed, args.rounds, args.steps))
 
+
+def side_by_side(title, items, make, gradcli, torch, timed, rounds, steps) -> str:
+    """A table of ``items`` (name -> what ``make(lib, item, steps)`` makes a timed function of, of
+    ``steps`` operations), each timed on gradcli and torch in turn, with the ratios' geometric mean."""
+    rows, ratios = [], []
+    for name, item in items.items():
+        fns = {"gradcli": make(gradcli, item, steps), "torch": make(torch, item, steps)}
+        us = measure(timed(fns), rounds, steps)
+        ratios.append(us["gradcli"] / us["torch"])
+        rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{ratios[-1]:.2f}x"])
+    rows.append(["geometric mean", "", "", f"{geomean(ratios):.2f}x"])
+    return table(rows, [title, "gradcli us/op", "torch us/op", "gradcli/torch"])
 
 if __name__ == "__main__":
     main()

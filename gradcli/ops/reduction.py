@@ -357,14 +357,10 @@ def _softmax(xp, x, dim):
             out = by_rows(_partial(_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        if x.size < 64:  # (fewer elements: along_rows never copies)
-            e = x - _MAX(x, dim, None, None, True)
-            _exp(e, e)
-            e /= _ADD(e, dim, None, None, True)
-            return e
-        e = x - along_rows(_np.maximum, x, dim, True)
+        small = x.size < 64  # (fewer elements: along_rows never copies, and its call costs)
+        e = x - (_MAX(x, dim, None, None, True) if small else along_rows(_np.maximum, x, dim, True))
         _exp(e, e)
-        e /= along_rows(_np.add, e, dim, True)
+        e /= _ADD(e, dim, None, None, True) if small else along_rows(_np.add, e, dim, True)
         return e
     if x.size == 0:  # nothing to normalise (numpy's max of an empty axis would raise)
         return xp.asarray(x, copy=True)
@@ -380,12 +376,9 @@ def _log_softmax(xp, x, dim):
             out = by_rows(_partial(_log_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        if x.size < 64:  # (fewer elements: along_rows never copies)
-            d = x - _MAX(x, dim, None, None, True)
-            s = _ADD(_exp(d), dim, None, None, True)
-        else:
-            d = x - along_rows(_np.maximum, x, dim, True)
-            s = along_rows(_np.add, _exp(d), dim, True)
+        small = x.size < 64  # (fewer elements: along_rows never copies, and its call costs)
+        d = x - (_MAX(x, dim, None, None, True) if small else along_rows(_np.maximum, x, dim, True))
+        s = _ADD(_exp(d), dim, None, None, True) if small else along_rows(_np.add, _exp(d), dim, True)
         _log(s, s)
         d -= s
         return d

@@ -51,10 +51,11 @@ def environment(lib, batch: int = 2):
     values in [0.5, 1.5) (log, sqrt, pow stay finite), a row that broadcasts, a 2x3 matrix, vectors.
     ``batch``: the leading dim of every leaf of two or more dims, and of the labels (their rows
     repeated: the same values), as a program's batch of rows; the vectors keep their 2 elements."""
+    def rows(values):  # the two rows repeated to ``batch``
+        return values if batch == 2 else [values[i % 2] for i in range(batch)]
+
     def leaf(values, grad=True):
-        if batch != 2 and (isinstance(values[0], list) or grad is None):
-            values = [values[i % 2] for i in range(batch)]
-        return lib.tensor(values, requires_grad=bool(grad))
+        return lib.tensor(rows(values) if isinstance(values[0], list) else values, requires_grad=grad)
     lib.manual_seed(0)  # F.dropout's mask: torch's for the seed, so the two libraries' values agree
     return {
         "x": leaf([[0.9, 1.2], [0.7, 1.4]]),
@@ -68,9 +69,9 @@ def environment(lib, batch: int = 2):
         "p": leaf([[0.25, 0.6], [0.4, 0.9]]),  # inside (0, 1): logit
         "w": leaf([1.3, 0.8]),
         "b3": leaf([[[0.9, 1.2], [0.7, 1.4]], [[1.1, 0.6], [1.3, 0.8]]]),
-        "mask": leaf([[True, False], [False, True]], grad=False),
-        "target": leaf([[1.0, 0.0], [0.0, 1.0]], grad=False),
-        "labels": leaf([1, 0], grad=None),
+        "mask": lib.tensor(rows([[True, False], [False, True]])),
+        "target": lib.tensor(rows([[1.0, 0.0], [0.0, 1.0]])),
+        "labels": lib.tensor(rows([1, 0])),
     }
 
 

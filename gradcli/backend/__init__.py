@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as _np
 
 from ..errors import DeviceError
-from .numpy_fast import NUMPY_NAMESPACE, along_rows, mean_of
+from .numpy_fast import NUMPY_NAMESPACE, mean_of
 
 _NP_SCALAR = _np.generic
 
@@ -157,13 +157,14 @@ def array_sum(xp, x, axis=None, keepdims=False):
 
 
 def array_max(xp, x, axis=None, keepdims=False):
-    """``xp.max(x, axis=axis, keepdims=keepdims)`` (np.max is maximum.reduce behind a wrapper; many
-    narrow rows: across them, ``along_rows``)."""
+    """``xp.max(x, axis=axis, keepdims=keepdims)``: a NumPy array's through the NumPy namespace's
+    (maximum.reduce without np.max's wrapper; many narrow rows across them, ``along_rows``)."""
     if x.__class__ is _NDARRAY:
-        if axis is None or x.size < 64:
-            return _MAX_REDUCE(x, axis=axis, keepdims=keepdims)
-        return along_rows(_np.maximum, x, axis, keepdims)
+        return _NUMPY_MAX(x, axis, keepdims)
     return xp.max(x, axis=axis, keepdims=keepdims)
+
+
+_NUMPY_MAX = NUMPY_NAMESPACE.max
 
 
 def all_finite(x) -> bool:

@@ -240,7 +240,7 @@ class NumPyNamespace:
     @staticmethod
     def max(x, axis=None, keepdims=False):
         if x.__class__ is _ndarray:
-            if axis is None or x.size < 64:
+            if axis is None or x.size < MAX_ACROSS_FROM:
                 return _MAX(x, axis=axis, keepdims=keepdims)
             return along_rows(_np.maximum, x, axis, keepdims)  # (many narrow rows: across them)
         return _np.max(x, axis=axis, keepdims=keepdims)
@@ -248,7 +248,7 @@ class NumPyNamespace:
     @staticmethod
     def min(x, axis=None, keepdims=False):
         if x.__class__ is _ndarray:
-            if axis is None or x.size < 64:
+            if axis is None or x.size < MAX_ACROSS_FROM:
                 return _MIN(x, axis=axis, keepdims=keepdims)
             return along_rows(_np.minimum, x, axis, keepdims)
         return _np.min(x, axis=axis, keepdims=keepdims)
@@ -335,6 +335,10 @@ def along_rows(ufunc, x, axis, keepdims=False):
 
 # along_rows, per reduction: the widest rows it takes, and the fewest rows where the copy pays
 _NARROW = {_np.add: (7, 128), _np.maximum: (32, 48), _np.minimum: (32, 48)}
+# Below these sizes along_rows never copies (a row has at least one element): hot callers test the
+# size and call the reduction itself, without along_rows' call and checks.
+SUM_ACROSS_FROM = _NARROW[_np.add][1]
+MAX_ACROSS_FROM = _NARROW[_np.maximum][1]
 
 
 def accumulate(ufunc, x, axis):

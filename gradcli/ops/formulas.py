@@ -13,7 +13,8 @@ import math as _math
 
 from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
-from ..backend.numpy_fast import accumulate as _accumulate, along_axis_flat as _along_axis_flat, along_rows
+from ..backend.numpy_fast import SUM_ACROSS_FROM, accumulate as _accumulate, along_axis_flat as _along_axis_flat, \
+    along_rows
 from ..backend.rows import by_rows
 from ..limits import check_flops
 from .pointwise import _is_kind, _sigmoid, divide_rounded as _divide_rounded, xlogy_forward as _xlogy
@@ -153,7 +154,8 @@ class ArrayMath:
                 if out is not None:
                     return out
             out = grad * y
-            total = _ADD(out, dim, None, None, True) if out.size < 256 else along_rows(_ADD_UFUNC, out, dim, True)
+            total = _ADD(out, dim, None, None, True) if out.size < SUM_ACROSS_FROM \
+                else along_rows(_ADD_UFUNC, out, dim, True)
             _subtract(grad, total, out)
             out *= y
             return out
@@ -167,7 +169,8 @@ class ArrayMath:
                 if out is not None:
                     return out
             out = _exp(y)
-            out *= _ADD(grad, dim, None, None, True) if grad.size < 256 else along_rows(_ADD_UFUNC, grad, dim, True)
+            out *= _ADD(grad, dim, None, None, True) if grad.size < SUM_ACROSS_FROM \
+                else along_rows(_ADD_UFUNC, grad, dim, True)
             return _subtract(grad, out, out)
         return grad - self.xp.exp(y) * array_sum(self.xp, grad, dim, True)
     def abs(self, x): return self.xp.abs(x)

@@ -14,7 +14,8 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
-from ..backend.numpy_fast import along_axis_flat, along_axis_key, along_rows, intp_scalar, reversed_key
+from ..backend.numpy_fast import MAX_ACROSS_FROM, SUM_ACROSS_FROM, along_axis_flat, along_axis_key, along_rows, \
+    intp_scalar, reversed_key
 from ..backend.rows import by_rows
 from ..errors import GradIndexError, GradTypeError, RuntimeTypeError, ShapeError
 from ..autograd.function import apply, apply1
@@ -92,7 +93,8 @@ def amax_backward(F, grad, self, result, dim, keepdim):
             kept = _kept_shape(self.shape, dim)
             result, grad = result.reshape(kept), grad.reshape(kept)
         mask = (self == result).astype(grad.dtype)
-        count = _ADD(mask, dim, None, None, True) if mask.size < 256 else along_rows(_np.add, mask, dim, True)
+        count = _ADD(mask, dim, None, None, True) if mask.size < SUM_ACROSS_FROM \
+            else along_rows(_np.add, mask, dim, True)
         mask *= grad
         mask /= count
         return mask
@@ -323,12 +325,12 @@ def _logsumexp(xp, x, dim, keepdim):
             out = by_rows(_partial(_logsumexp, xp, keepdim=True), dim, _kept_shape(x.shape, dim), x)
             if out is not None:
                 return out if keepdim else out.reshape(_without(out.shape, dim))
-        m = _MAX(x, dim, None, None, True) if x.size < 64 else along_rows(_np.maximum, x, dim, True)
+        m = _MAX(x, dim, None, None, True) if x.size < MAX_ACROSS_FROM else along_rows(_np.maximum, x, dim, True)
         total = float(_ADD(m, None))
         if total - total == 0:  # every max finite (an inf or nan makes this nan): no shift to fix
             e = x - m
             _exp(e, e)
-            out = _ADD(e, dim, None, None, True) if x.size < 256 else along_rows(_np.add, e, dim, True)
+            out = _ADD(e, dim, None, None, True) if x.size < SUM_ACROSS_FROM else along_rows(_np.add, e, dim, True)
             _log(out, out)
             out += m  # log(sum(exp(x - m))) + m, the general path's operations in its order
             return out if keepdim else out.reshape(_without(out.shape, dim))
@@ -357,7 +359,7 @@ def _softmax(xp, x, dim):
             out = by_rows(_partial(_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        small = x.size < 64  # (fewer elements: along_rows never copies, and its call costs)
+        small = x.size < MAX_ACROSS_FROM  # (along_rows would not copy: the reductions themselves)
         e = x - (_MAX(x, dim, None, None, True) if small else along_rows(_np.maximum, x, dim, True))
         _exp(e, e)
         e /= _ADD(e, dim, None, None, True) if small else along_rows(_np.add, e, dim, True)
@@ -376,7 +378,7 @@ def _log_softmax(xp, x, dim):
             out = by_rows(_partial(_log_softmax, xp), dim, x.shape, x)
             if out is not None:
                 return out
-        small = x.size < 64  # (fewer elements: along_rows never copies, and its call costs)
+        small = x.size < MAX_ACROSS_FROM  # (along_rows would not copy: the reductions themselves)
         d = x - (_MAX(x, dim, None, None, True) if small else along_rows(_np.maximum, x, dim, True))
         s = _ADD(_exp(d), dim, None, None, True) if small else along_rows(_np.add, _exp(d), dim, True)
         _log(s, s)
@@ -419,7 +421,8 @@ def _mean(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         n = x.size if dim is None else _count(x.shape, dim)
         if n:
-            out = _ADD(x, dim, None, None, keepdim) if x.size < 256 else along_rows(_np.add, x, dim, keepdim)
+            out = _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM \
+                else along_rows(_np.add, x, dim, keepdim)
             if out.__class__ is _ndarray:
                 out /= n
                 return out
@@ -437,8 +440,9 @@ SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
                            forward=lambda xp, x: array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
-                           forward=lambda xp, x, dim, keepdim: (_ADD(x, dim, None, None, keepdim) if x.size < 256
-                                                                else along_rows(_np.add, x, dim, keepdim))
+                           forward=lambda xp, x, dim, keepdim: (
+                               _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM
+                               else along_rows(_np.add, x, dim, keepdim))
                            if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
                             forward=lambda xp, x: array_mean(xp, x))

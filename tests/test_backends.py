@@ -571,3 +571,64 @@ def test_op_table_case_on_the_device(device, case, monkeypatch, request):
         assert gv.dtype == wv.dtype and gv.shape == wv.shape, f"{case.label}: {what}"
         np.testing.assert_allclose(gv, wv, rtol=2e-6, atol=1e-6, err_msg=f"{case.label}: {what}")
     assert type(got[0].grad_fn).__name__ == type(want[0].grad_fn).__name__
+
+
+# -- the benchmark's cases at a batch of rows: sizes where the CPU's fast paths take over -----------
+
+@pytest.mark.parametrize("batch", [2, 1024])
+def test_benchmark_cases_at_a_batch_of_rows_match_the_cpu(device, batch, monkeypatch):
+    """Every case of ``benchmarks/bench_ops.py`` (the whole op table, float32, forward and backward)
+    with leaves of ``batch`` rows, on the device and on the CPU. At 1,024 rows the NumPy backend
+    takes its size-dependent paths (reductions across many narrow rows, by blocks of rows, nll_loss's
+    cascade, in-place updates into the array): none may reach another backend's arrays. A case that
+    fails on the CPU fails on the device too."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_ops
+    from gradcli.autograd import factory
+    monkeypatch.setattr(factory, "DEFAULT_DEVICE", ["cpu"])  # (the leaves' device: set below)
+    failures = []
+    for case in bench_ops.all_cases()[0]:
+        results = {}
+        for where in ("cpu", device):
+            factory.DEFAULT_DEVICE[0] = where
+            env = bench_ops.environment(gc, batch=batch)
+            try:
+                out = case.call(gc, env)
+                out.backward(gc.ones_like(out))
+            except Exception as e:  # noqa: BLE001  (compared below: both sides fail, or neither)
+                results[where] = type(e)
+                continue
+            results[where] = [("value", out)] + [(f"{name}.grad", t.grad) for name, t in env.items()]
+        cpu, other = results["cpu"], results[device]
+        if isinstance(cpu, type) or isinstance(other, type):
+            if not (isinstance(cpu, type) and isinstance(other, type)):
+                failures.append(f"{case.label}: cpu {cpu if isinstance(cpu, type) else 'ran'}, "
+                                f"{device} {other if isinstance(other, type) else 'ran'}")
+            continue
+        for (what, w), (_, g) in zip(cpu, other):
+            if (w is None) != (g is None):
+                failures.append(f"{case.label}: {what} is {w} on the cpu, {g} on {device}")
+            elif w is not None:
+                try:
+                    assert g._backend is get_backend(device), f"a {g._backend} tensor"
+                    got, want = host(g), np.asarray(w._data)
+                    assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
+                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+                except AssertionError as e:
+                    failures.append(f"{case.label}: {what}: {str(e).strip()[:300]}")
+    for label, update in bench_ops.UPDATES.items():  # an optimizer's step: in place, under no_grad
+        results = {}
+        for where in ("cpu", device):
+            p = gc.ones(batch, 2, device=where, requires_grad=True)
+            g = gc.full((batch, 2), 1e-3, device=where)
+            with gc.no_grad():
+                for _ in range(3):
+                    update(gc, p, g)
+            results[where] = (p, g)
+        for (w, g) in zip(results["cpu"], results[device]):
+            if g._version != w._version or g._backend is not get_backend(device) \
+                    or not np.allclose(host(g), np.asarray(w._data), rtol=1e-6, atol=0):
+                failures.append(f"{label}: {host(g)} at version {g._version} on {device}, "
+                                f"{np.asarray(w._data)} at {w._version} on the cpu")
+    assert not failures, "\n".join(failures)

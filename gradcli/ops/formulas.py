@@ -375,14 +375,16 @@ class ArrayMath:
         if accumulate:
             result = self.backend.scatter_add(out, key, grad)
             return out if result is None else result
-        out[key] = grad
-        return out
+        if self.backend.native:
+            out[key] = grad
+            return out
+        return self.backend.put(out, key, grad)  # (an array-API namespace: no advanced-index assignment)
 
     def cat_slices(self, grad, dim, sizes):
         lead = (slice(None),) * dim
         out, start = [], 0
-        for size in sizes:
-            out.append(grad[lead + (slice(start, start + size),)])
+        for size in sizes:  # (the trailing ... : the array API indexes every dim or says which it leaves)
+            out.append(grad[lead + (slice(start, start + size), ...)])
             start += size
         return out
 

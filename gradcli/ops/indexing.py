@@ -709,7 +709,7 @@ def take_along_dim(input, indices, dim=None):
     if indices.__class__ is not Tensor:
         raise GradTypeError(f"take_along_dim(): argument 'indices' (position 2) must be Tensor, not "
                             f"{type(indices).__name__}")
-    if indices._data.dtype != _INT64 and indices.dtype.name != "int64":
+    if indices._data.dtype is not _INT64 and indices.dtype.name != "int64":
         raise RuntimeTypeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                                f"{_SCALAR_NAMES.get(indices.dtype.name, indices.dtype.name)}")
     if dim is None:

@@ -54,10 +54,10 @@ class _JoinBackward(MultiOutputNode):
         dim = self._attrs[0]
         lead = (slice(None),) * dim
         if self._stack:
-            return [lead + (i,) for i in range(self._shapes[0][dim])]
+            return [lead + (i, ...) for i in range(self._shapes[0][dim])]
         keys, start = [], 0
-        for n in self._sizes():
-            keys.append(lead + (slice(start, start + n),))
+        for n in self._sizes():  # (the trailing ... : the array API indexes every dim or says which it leaves)
+            keys.append(lead + (slice(start, start + n), ...))
             start += n
         return keys
 

@@ -434,8 +434,10 @@ def nll_grad(F, grad, sizes, target, weight, total_weight, ignore_index, reducti
             # casts it (integers up to 2048 in float16, 2**24 in float32)
             value = float(grad)
             out[key] = value / -total_weight if reduction == 1 else -value
-        else:
+        elif F.backend.native:
             out[key] = grad / -total_weight if reduction == 1 else -grad  # g / -w is -(g / w), bit for bit
+        else:  # an array-API namespace: no advanced-index assignment
+            out = F.backend.put(out, key, grad / -total_weight if reduction == 1 else -grad)
         return out
     count = int(cols.shape[0])
     if reduction == 0:
@@ -510,7 +512,7 @@ def _check_nll(input, target):
         raise ShapeError("0D or 1D target tensor expected, multi-target not supported")
     elif n > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         raise ShapeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got {list(target.shape)}")
-    if target._data.dtype != _INT64 and target.dtype.name != "int64":  # (a NumPy dtype, or another namespace's)
+    if target._data.dtype is not _INT64 and target.dtype.name != "int64":  # (a NumPy dtype, or another namespace's)
         raise GradTypeError(f"expected target dtype to be Long or Byte, but got "
                             f"{_SCALAR_TYPES.get(target.dtype.name, target.dtype.name)}")
 

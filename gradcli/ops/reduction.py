@@ -637,9 +637,11 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
                                f"{_scalar_type(input.dtype)}")
     d = None if dim is None else _reduce_scalar_dim(input, dims(dim, input.ndim))
     total = apply1(NansumBackward0, input, input._data, (d, bool(keepdim)))
-    xp = input._backend.xp  # the count of numbers: torch's isnan(x).logical_not().sum(dim, keepdim), an int64
+    # the count of numbers: torch's isnan(x).logical_not().sum(dim, keepdim), an int64 that the
+    # division promotes to the input's dtype (counted in int64, then cast: the same divisor)
+    xp = input._backend.xp
     count = array_sum(xp, xp.astype(xp.logical_not(xp.isnan(input._data)), xp.int64), d, bool(keepdim))
-    return total / Tensor._make(xp.asarray(count), input._backend)
+    return total / Tensor._make(xp.astype(xp.asarray(count), input._data.dtype), input._backend)
 
 
 @op(MeanBackward0, MeanBackward1, category="reduction")

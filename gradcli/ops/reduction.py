@@ -14,6 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
+from ..backend.cascade import sum_down
 from ..backend.numpy_fast import MAX_ACROSS_FROM, SUM_ACROSS_FROM, along_axis_flat, along_axis_key, along_rows, \
     intp_scalar, reversed_key
 from ..backend.rows import by_rows
@@ -421,8 +422,7 @@ def _mean(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         n = x.size if dim is None else _count(x.shape, dim)
         if n:
-            out = _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM \
-                else along_rows(_np.add, x, dim, keepdim)
+            out = _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM else sum_down(x, dim, keepdim)
             if out.__class__ is _ndarray:
                 out /= n
                 return out
@@ -442,7 +442,7 @@ SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
                            forward=lambda xp, x, dim, keepdim: (
                                _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM
-                               else along_rows(_np.add, x, dim, keepdim))
+                               else sum_down(x, dim, keepdim))
                            if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
                             forward=lambda xp, x: array_mean(xp, x))

@@ -587,6 +587,9 @@ def test_benchmark_cases_at_a_batch_of_rows_match_the_cpu(device, batch, monkeyp
     import bench_ops
     from gradcli.autograd import factory
     monkeypatch.setattr(factory, "DEFAULT_DEVICE", ["cpu"])  # (the leaves' device: set below)
+    # float32 sums down 1,024 rows in another order (the CPU adds as torch does, array_api_strict
+    # row after row, CuPy by its own tree) can be about the rows times epsilon apart
+    rtol = 1e-5 if batch < 64 else 1e-4
     failures = []
     for case in bench_ops.all_cases()[0]:
         results = {}
@@ -614,7 +617,7 @@ def test_benchmark_cases_at_a_batch_of_rows_match_the_cpu(device, batch, monkeyp
                     assert g._backend is get_backend(device), f"a {g._backend} tensor"
                     got, want = host(g), np.asarray(w._data)
                     assert got.dtype == want.dtype, f"dtype {got.dtype} != {want.dtype}"
-                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+                    np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
                 except AssertionError as e:
                     failures.append(f"{case.label}: {what}: {str(e).strip()[:300]}")
     for label, update in bench_ops.UPDATES.items():  # an optimizer's step: in place, under no_grad

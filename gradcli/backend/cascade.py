@@ -1,9 +1,10 @@
-"""Sums in torch's order: the float32/float64 ``sum`` of torch's CPU kernel, bit for bit.
+"""Sums down many rows in torch's order: torch's CPU ``sum`` kernel for float32/float64, bit for bit.
 
 torch adds a reduction's values by ``cascade_sum`` (aten/src/ATen/native/cpu/SumKernel.cpp), not
-one after another and not pairwise as NumPy does; from 5 values on the two differ in the last
-bits, and over many rows far more: the sum down 1,024 rows of ``x / row``'s gradient is
--1456.3396 in NumPy's order and -1456.3557 in torch's (-1456.3555 exactly). Its pieces:
+one after another and not pairwise as NumPy does; from 5 values on the orders differ in the last
+bits, and down many rows far more, for NumPy adds row after row: the sum down 1,024 rows of
+``x / row``'s gradient is -1456.3396 in NumPy's order and -1456.3557 in torch's (-1456.3555
+exactly), a difference a tensor's 4 decimals show. The kernel's pieces:
 
 - **the cascade** (``multi_row_sum``): values are added in order into a first accumulator; after
   every ``step`` values (16, or more for over 2**20 values: 2 ** max(4, ceil(log2 n) // 4)) it
@@ -12,19 +13,18 @@ bits, and over many rows far more: the sum down 1,024 rows of ``x / row``'s grad
   last whole group go to the first level. At the end the levels are added, first to last.
 - **row_sum**: a row read as rows of 4 (``ilp_factor``): four interleaved cascades, the values
   past the last whole 4 added to the first one, then the four added in order.
-- **a sum along contiguous rows** (the last dim, or everything): rows of ``V`` values or more are
-  read as vectors of ``V`` lanes (``Vectorized<T>::size()``: 8 float32 or 4 float64, the 256-bit
-  vectors of torch's x86-64 kernels); the vectors go through row_sum lane by lane; then the
-  values past the last whole vector are added in order from zero, then the lanes in order.
-  Narrower rows: row_sum of their values.
-- **a sum down rows** (a leading dim, each column ``k`` on its own): blocks of 4 columns (of
-  ``4 V`` where a row has ``V`` or more) take the cascade; the other columns row_sum.
+- **a sum down rows** (a leading dim, each column on its own): blocks of 4 columns (of ``4 V``
+  where a row has ``V`` or more: ``Vectorized<T>::size()``, 8 float32 or 4 float64 in torch's
+  x86-64 kernels) take the cascade; the other columns row_sum.
+- a sum along contiguous rows (the last dim, or everything) reads rows of ``V`` or more as
+  vectors, row_sums them lane by lane, then adds the values past the last vector and the lanes.
+  That one is not followed here: emulated it costs 4-8x torch's time (NumPy's own: about 1x), and
+  NumPy's pairwise sum is as accurate; its last bits are not always torch's.
 
-Every accumulator starts at +0.0 (a sum of -0.0s is +0.0). Up to 4 values every one of these is
-the values added in order, as NumPy adds them too: callers test the sizes before calling here.
-The arithmetic is vectorised across rows, columns and groups: whole-array passes, no loop over
-the values. A sum split over threads (torch on more than 32,768 elements and several threads)
-is not followed: these are torch's single-thread bits.
+Every accumulator starts at +0.0 (a sum of -0.0s is +0.0). The arithmetic is vectorised across
+rows, columns and groups: whole-array passes, no loop over the values. A sum split over threads
+(torch on more than 32,768 elements and several threads) is not followed: these are torch's
+single-thread bits.
 """
 
 from __future__ import annotations

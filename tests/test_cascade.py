@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from gradcli.backend.cascade import SUM_DOWN_FROM, sum_down
+from gradcli.backend.cascade import SUM_DOWN_FROM, torch_sum
 
 # -- torch's kernel, one value at a time (the C++ loops as written) -----------------------------
 
@@ -66,6 +66,21 @@ def outer_sum(a, lanes):
     return np.array(out, dtype=a.dtype)
 
 
+def inner_sum(row, lanes, dtype):
+    """One contiguous row: vectorized_inner_sum (``lanes`` or more values) or scalar_inner_sum."""
+    n = len(row)
+    if n < lanes:
+        return row_sum(row, dtype)
+    vectors = n // lanes
+    acc = [row_sum([row[j * lanes + lane] for j in range(vectors)], dtype) for lane in range(lanes)]
+    final = dtype(0)
+    for v in row[vectors * lanes:]:
+        final = dtype(final + v)
+    for lane in range(lanes):
+        final = dtype(final + acc[lane])
+    return final
+
+
 LANES = {np.float32: 8, np.float64: 4}
 
 
@@ -74,7 +89,7 @@ LANES = {np.float32: 8, np.float64: 4}
                                   (333, 16), (260, 31), (290, 32), (270, 33), (256, 70), (4097, 3), (5000, 2)])
 def test_sums_down_rows_add_as_torchs_kernel(dtype, n, k):
     a = (np.random.default_rng(n * k).standard_normal((n, k)) * 100).astype(dtype)
-    got = sum_down(a, 0)
+    got = torch_sum(a, 0)
     assert got.dtype == a.dtype and got.shape == (k,)
     np.testing.assert_array_equal(got, outer_sum(a, LANES[dtype]))
     # and not NumPy's order, row after row (the test could not tell them apart otherwise)
@@ -89,7 +104,7 @@ def test_more_than_two_to_the_twenty_rows_take_longer_steps():
     torch.set_num_threads(1)
     n = (1 << 22) + 40
     a = (np.random.default_rng(1).standard_normal((n, 2)) * 100).astype(np.float32)
-    np.testing.assert_array_equal(sum_down(a, 0), torch.from_numpy(a).sum(0).numpy())
+    np.testing.assert_array_equal(torch_sum(a, 0), torch.from_numpy(a).sum(0).numpy())
 
 
 @pytest.mark.parametrize("shape, axis, keepdims", [
@@ -97,7 +112,7 @@ def test_more_than_two_to_the_twenty_rows_take_longer_steps():
     ((1, 400, 2, 3), 1, False), ((20, 20, 3), (0, 1), False)])
 def test_shapes_keepdims_and_leading_dims(shape, axis, keepdims):
     a = (np.random.default_rng(7).standard_normal(shape) * 10).astype(np.float32)
-    got = sum_down(a, axis, keepdims)
+    got = torch_sum(a, axis, keepdims)
     want_numpy = np.add.reduce(a, axis, keepdims=keepdims)
     assert got.shape == want_numpy.shape and got.dtype == want_numpy.dtype
     axes = (axis,) if isinstance(axis, int) else axis
@@ -116,22 +131,47 @@ def test_shapes_keepdims_and_leading_dims(shape, axis, keepdims):
 
 def test_no_negative_zero_and_never_the_input_itself():
     a = np.full((300, 2), -0.0, dtype=np.float32)
-    got = sum_down(a, 0)
+    got = torch_sum(a, 0)
     assert np.signbit(got).tolist() == [False, False]  # torch's accumulators start at +0.0
     got[0] = 5
     assert a[0, 0] == 0
 
 
-@pytest.mark.parametrize("shape, axis", [((300, 2), 1), ((300, 2), None), ((300,), 0), ((20, 2), 0), ((300, 2, 3), (0, 2))])
+@pytest.mark.parametrize("shape, axis", [((300, 2), 1), ((300, 2), None), ((300,), 0), ((20, 2), 0), ((300, 2, 3), (0, 2)),
+                                         ((3, 16), 1), ((40,), None)])
 def test_other_sums_are_numpys(shape, axis):
-    """Along rows, fewer rows than SUM_DOWN_FROM, and two separate runs of reduced dims: NumPy's sum."""
+    """Along rows of 4 or fewer, or 16 or more (float32) values, down fewer rows than
+    SUM_DOWN_FROM, two separate runs of reduced dims: NumPy's sum."""
     a = (np.random.default_rng(3).standard_normal(shape) * 100).astype(np.float32)
-    np.testing.assert_array_equal(sum_down(a, axis), np.add.reduce(a, axis))
+    np.testing.assert_array_equal(torch_sum(a, axis), np.add.reduce(a, axis))
     f = a.astype(np.float16)
-    np.testing.assert_array_equal(sum_down(f, axis), np.add.reduce(f, axis))
+    np.testing.assert_array_equal(torch_sum(f, axis), np.add.reduce(f, axis))
     t = np.ascontiguousarray(a.T).T  # not C-contiguous
-    np.testing.assert_array_equal(sum_down(t, axis), np.add.reduce(t, axis))
+    np.testing.assert_array_equal(torch_sum(t, axis), np.add.reduce(t, axis))
     assert SUM_DOWN_FROM > 20
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows", [1, 3, 20])
+def test_sums_along_rows_of_up_to_two_vectors_add_as_torchs_kernel(dtype, rows):
+    """5 to 15 values a row (float64: 7): torch adds them one after another in its own order."""
+    lanes = LANES[dtype]
+    rng = np.random.default_rng(rows)
+    for n in range(1, 2 * lanes):
+        a = (rng.standard_normal((rows, n)) * 100).astype(dtype)
+        want = np.array([inner_sum(r, lanes, dtype) for r in a.tolist()], dtype=dtype)
+        for axis in (1, -1, (1,)):
+            got = torch_sum(a, axis)
+            assert got.shape == (rows,) and got.dtype == a.dtype
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(torch_sum(a, 1, True), want[:, None])
+        flat = a[0]
+        total = torch_sum(flat)
+        assert isinstance(total, dtype) and total == inner_sum(flat.tolist(), lanes, dtype)
+        if rows == 3 and n * rows < 2 * lanes:  # everything of a matrix: its values as one row
+            assert torch_sum(a) == inner_sum(a.reshape(-1).tolist(), lanes, dtype)
+    a = (rng.standard_normal((rows, 6)) * 100).astype(dtype)
+    assert not all(np.array_equal(torch_sum(r), np.add.reduce(r)) for r in a) or rows == 1
 
 
 # -- against torch ---------------------------------------------------------------------------------
@@ -152,3 +192,26 @@ def test_sum_mean_and_a_broadcast_gradient_down_a_batch_are_torchs(n, k):
         for w, g in ((T.sum(0), G.sum(0)), (T.mean(0), G.mean(0)), (T.sum(0, keepdim=True), G.sum(0, keepdim=True)),
                      (R.grad, Rg.grad)):
             np.testing.assert_array_equal(np.array(g.tolist(), dtype=dtype), w.detach().numpy())
+
+
+@pytest.mark.parametrize("shape", [(5,), (7,), (2, 3), (3, 3), (3, 4), (15,), (4, 3), (2, 7), (1, 9), (9, 1), (3, 1, 5)])
+def test_small_sums_and_means_print_torchs_digits(shape):
+    """A learner's ``x.sum().item()`` or ``x.mean(-1)`` of a few values (up to 15 float32, 7
+    float64): every digit torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(sum(shape))
+    checked = 0
+    for dtype, ours in ((np.float32, gc.float32), (np.float64, gc.float64)):
+        most = 2 * LANES[dtype] - 1
+        for _ in range(20):
+            a = (rng.standard_normal(shape) * 10).astype(dtype)
+            T, G = torch.tensor(a), gc.tensor(a.tolist(), dtype=ours)
+            if a.size <= most:
+                assert G.sum().item() == T.sum().item()
+                assert G.mean().item() == T.mean().item()
+                checked += 1
+            if shape[-1] <= most:
+                assert G.sum(-1).tolist() == T.sum(-1).tolist()
+                assert G.mean(-1, keepdim=True).tolist() == T.mean(-1, keepdim=True).tolist()
+                checked += 1
+    assert checked >= 20

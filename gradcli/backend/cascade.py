@@ -1,4 +1,4 @@
-"""Sums down many rows in torch's order: torch's CPU ``sum`` kernel for float32/float64, bit for bit.
+"""Sums in torch's order: torch's CPU ``sum`` kernel for float32/float64, bit for bit, where it pays.
 
 torch adds a reduction's values by ``cascade_sum`` (aten/src/ATen/native/cpu/SumKernel.cpp), not
 one after another and not pairwise as NumPy does; from 5 values on the orders differ in the last
@@ -16,10 +16,12 @@ exactly), a difference a tensor's 4 decimals show. The kernel's pieces:
 - **a sum down rows** (a leading dim, each column on its own): blocks of 4 columns (of ``4 V``
   where a row has ``V`` or more: ``Vectorized<T>::size()``, 8 float32 or 4 float64 in torch's
   x86-64 kernels) take the cascade; the other columns row_sum.
-- a sum along contiguous rows (the last dim, or everything) reads rows of ``V`` or more as
-  vectors, row_sums them lane by lane, then adds the values past the last vector and the lanes.
-  That one is not followed here: emulated it costs 4-8x torch's time (NumPy's own: about 1x), and
-  NumPy's pairwise sum is as accurate; its last bits are not always torch's.
+- **a sum along contiguous rows** (the last dim, or everything): rows of ``V`` or more values
+  are read as vectors, row_summed lane by lane; then the values past the last vector are added
+  from zero, then the lanes in order. Narrower rows: row_sum. Up to ``2 V - 1`` values a row (15
+  float32, 7 float64) that is one addition after another in a new order (``_ORDERS``), which
+  costs a reordering copy; wider rows keep NumPy's pairwise sum: emulated they cost 4-8x torch's
+  time (NumPy's about 1x), and NumPy's order is as accurate; its last bits are not always torch's.
 
 Every accumulator starts at +0.0 (a sum of -0.0s is +0.0). The arithmetic is vectorised across
 rows, columns and groups: whole-array passes, no loop over the values. A sum split over threads
@@ -114,50 +116,102 @@ def _down(a, lanes):
     return _np.concatenate((_plain(a[:, :, :plain]), _row_sum(a[:, :, plain:])), 1)
 
 
-def sum_down(x, axis, keepdims=False):
+def _in_order(n, lanes):
+    """The positions of a row of n values (n < 2 lanes) in the order torch adds them, one after
+    another: row_sum of fewer than ``lanes`` values adds 0 and 4.. to the first of its four
+    partial sums, then the others (0, 4, 5, 6, 1, 2, 3); one vector and fewer than ``lanes``
+    values past it: those values, then the vector's lanes (8, 9, ..., 0, 1, ..., 7)."""
+    if n < lanes:
+        return _np.array([0, *range(4, n), 1, 2, 3] if n > 4 else range(n), dtype=_np.intp)
+    return _np.array([*range(lanes, n), *range(lanes)], dtype=_np.intp)
+
+
+# Rows of up to 2 lanes - 1 values: torch's order is one after another, in a new order. Callers
+# call torch_sum from this many values (fewer: NumPy's order is torch's).
+SUM_FROM = 5
+_ORDERS = {(n, lanes): _in_order(n, lanes) for lanes in (4, 8) for n in range(5, 2 * lanes)}
+
+
+def _along(a, lanes):
+    """(p, n) C-contiguous, 5 <= n < 2 lanes -> (p,): each row's values added in torch's order
+    (scalar_inner_sum's row_sum, or vectorized_inner_sum of one vector): the row reordered, then
+    added one after another (NumPy adds in order up to 7 values of a row; from 8 values or 16
+    rows, down the rows of a copy with a column per row; one row of 8 or more by accumulate)."""
+    p, n = a.shape
+    order = _ORDERS[(n, lanes)]
+    if n < 8 and p < 16:
+        return _ADD(a.take(order, 1), 1)
+    if p == 1:
+        return _ACCUMULATE(a[0].take(order))[-1:]
+    return _ADD(a.T.take(order, 0), 0)  # (many rows: a few passes over them all, not a call per row)
+
+
+def torch_sum(x, axis=None, keepdims=False):
     """``np.add.reduce(x, axis, None, None, keepdims)`` of a NumPy array, in torch's order where
-    it is a sum down rows: x a C-contiguous float32/float64 array whose reduced dims, once the
-    dims of size 1 are left out, are one run of 5 or more values followed by kept dims (a
-    leading dim, as the gradient of a broadcast row sums down a batch). There NumPy adds row
-    after row, each column's error growing with the rows, and one inner-loop call per row; torch's
-    cascade keeps the error at the scale of 16 values. Every other sum is NumPy's, pairwise along
-    rows (many narrow rows across them: ``along_rows``): as accurate, its last bits not always
-    torch's (see the module). ``axis``: None, an int or a tuple of ints."""
+    x is a C-contiguous float32/float64 array whose reduced dims, once the dims of size 1 are left
+    out, are one run, and
+    - the run ends the shape (a sum along rows, or of everything) with 5 to 15 values (float64:
+      7), where torch's order is one value after another in a new order; or
+    - kept dims follow it, and it has SUM_DOWN_FROM values or more (a sum down rows: the
+      gradient of a broadcast row over a batch). There NumPy adds row after row, each column's
+      error growing with the rows, and one inner-loop call per row; torch's cascade keeps the
+      error at the scale of 16 values.
+    Every other sum is NumPy's: up to 4 values both add in order; wider rows pairwise (as accurate
+    as torch's, its last bits not always torch's: see the module), many narrow rows across them
+    (``along_rows``). ``axis``: None, an int or a tuple of ints."""
     lanes = _LANES.get(x.dtype)
-    if lanes is None or axis is None or not x.flags.c_contiguous:
+    if lanes is None or not x.flags.c_contiguous:
         return _ADD(x, axis, None, None, keepdims)
     shape = x.shape
     ndim = len(shape)
-    if axis.__class__ is int:
-        reduced = (axis % ndim,) if -ndim <= axis < ndim else None
+    if axis is None:
+        n = x.size
+        if n < 2 * lanes and not keepdims:  # everything, up to 2 lanes - 1 values: a scalar, reordered
+            if n < SUM_FROM:
+                return _ADD(x, None)
+            v = x.reshape(-1).take(_ORDERS[(n, lanes)])
+            return (_ADD(v) if n < 8 else _ACCUMULATE(v)[-1]) + 0.0
+        reduced = range(ndim)
+        before, after = 1, 1
+    elif ndim == 2 and (axis.__class__ is int or len(axis) == 1) and -2 <= (d := axis if axis.__class__ is int
+                                                                       else axis[0]) < 2:
+        reduced = (d % 2,)  # (a matrix: its rows or its columns)
+        before, n, after = (shape[0], shape[1], 1) if d % 2 else (1, shape[0], shape[1])
     else:
-        reduced = [d % ndim for d in axis] if all(-ndim <= d < ndim for d in axis) else None
-        if reduced is not None and len(set(reduced)) < len(reduced):
-            reduced = None
-    if reduced is None:
-        return _ADD(x, axis, None, None, keepdims)  # NumPy's own error
-    before = n = after = 1  # kept dims before the reduced run, the run, kept dims after it
-    state = 0  # 0: before the run, 1: in it, 2: after it
-    for d in range(ndim):
-        s = shape[d]
-        if s == 1:
-            continue
-        if d in reduced:
-            if state == 2:
-                return _ADD(x, axis, None, None, keepdims)  # two runs: NumPy's
-            state = 1
-            n *= s
-        elif state:
-            state = 2
-            after *= s
+        if axis.__class__ is int:
+            reduced = (axis % ndim,) if -ndim <= axis < ndim else None
         else:
-            before *= s
-    if after == 1:  # along rows: NumPy's (many narrow rows across them)
-        return along_rows(_np.add, x, axis, keepdims)
-    if n < SUM_DOWN_FROM:  # fewer rows: NumPy's (faster there)
+            reduced = [d % ndim for d in axis] if all(-ndim <= d < ndim for d in axis) else None
+            if reduced is not None and len(set(reduced)) < len(reduced):
+                reduced = None
+        if reduced is None:
+            return _ADD(x, axis, None, None, keepdims)  # NumPy's own error
+        before = n = after = 1  # kept dims before the reduced run, the run, kept dims after it
+        state = 0  # 0: before the run, 1: in it, 2: after it
+        for d in range(ndim):
+            s = shape[d]
+            if s == 1:
+                continue
+            if d in reduced:
+                if state == 2:
+                    return _ADD(x, axis, None, None, keepdims)  # two runs: NumPy's
+                state = 1
+                n *= s
+            elif state:
+                state = 2
+                after *= s
+            else:
+                before *= s
+    if after == 1:  # along rows
+        if n <= 4 or n >= 2 * lanes:
+            return along_rows(_np.add, x, axis, keepdims)
+        out = _along(x.reshape(before, n), lanes)
+    elif n < SUM_DOWN_FROM:  # down fewer rows: NumPy's (faster there)
         return _ADD(x, axis, None, None, keepdims)
-    out = _down(x.reshape(before, n, after), lanes)
+    else:
+        out = _down(x.reshape(before, n, after), lanes)
     out = out + 0.0  # every accumulator of torch's starts at +0.0: no -0.0 result (and never x's own memory)
     if keepdims:
         return out.reshape(tuple(1 if d in reduced else s for d, s in enumerate(shape)))
-    return out.reshape(tuple(s for d, s in enumerate(shape) if d not in reduced))
+    kept = tuple(s for d, s in enumerate(shape) if d not in reduced)
+    return out.reshape(kept) if kept else out.reshape(())[()]

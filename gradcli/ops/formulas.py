@@ -13,7 +13,7 @@ import math as _math
 
 from ..autograd.engine import use_formula_math
 from ..backend import NUMPY as _NUMPY, array_mean, array_sum, rows as _rows
-from ..backend.cascade import SUM_DOWN_FROM, sum_down
+from ..backend.cascade import SUM_FROM, torch_sum
 from ..backend.numpy_fast import SUM_ACROSS_FROM, accumulate as _accumulate, along_axis_flat as _along_axis_flat, \
     along_rows
 from ..backend.rows import by_rows
@@ -291,16 +291,16 @@ class ArrayMath:
         found = _SUM_TO_AXES.get((xs, shape))
         axes, keep = _sum_to_axes(xs, shape) if found is None else found
         if x.__class__ is _ndarray:
-            if x.size < SUM_DOWN_FROM:
+            if x.size < SUM_FROM:
                 if keep:
                     x = _ADD_REDUCE(x, keep, None, None, True)
                 if axes:
                     x = _ADD_REDUCE(x, axes)
-            else:  # many rows summed down (a broadcast row's gradient over a batch): in torch's order
+            else:  # in torch's order (a broadcast row's gradient summed down a batch, above all)
                 if keep:
-                    x = sum_down(x, keep, True)
+                    x = torch_sum(x, keep, True)
                 if axes:
-                    x = sum_down(x, axes)
+                    x = torch_sum(x, axes)
             return x if x.__class__ is _ndarray and x.shape == shape else x.reshape(shape)
         xp = self.xp
         if keep:

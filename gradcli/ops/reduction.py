@@ -14,7 +14,7 @@ from functools import partial as _partial
 import numpy as _np
 
 from ..backend import all_finite, array_max, array_mean, array_sum, dtypes as _dt, rows as _rows
-from ..backend.cascade import sum_down
+from ..backend.cascade import SUM_FROM, torch_sum
 from ..backend.numpy_fast import MAX_ACROSS_FROM, SUM_ACROSS_FROM, along_axis_flat, along_axis_key, along_rows, \
     intp_scalar, reversed_key
 from ..backend.rows import by_rows
@@ -422,7 +422,7 @@ def _mean(xp, x, dim, keepdim):
     if x.__class__ is _ndarray and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
         n = x.size if dim is None else _count(x.shape, dim)
         if n:
-            out = _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM else sum_down(x, dim, keepdim)
+            out = _ADD(x, dim, None, None, keepdim) if x.size < SUM_FROM else torch_sum(x, dim, keepdim)
             if out.__class__ is _ndarray:
                 out /= n
                 return out
@@ -437,15 +437,16 @@ def _std(xp, x, dim, correction, keepdim):
 # -- nodes ---------------------------------------------------------------------------------------------
 
 SumBackward0 = define_node("SumBackward0", self="F.expand(grad, self_sizes)",
-                           forward=lambda xp, x: array_sum(xp, x))
+                           forward=lambda xp, x: torch_sum(x) if x.__class__ is _ndarray and x.size >= SUM_FROM
+                           else array_sum(xp, x))
 SumBackward1 = define_node("SumBackward1", attrs=("dim", "keepdim"),
                            self="sum_backward(F, grad, self_sizes, dim, keepdim)",
                            forward=lambda xp, x, dim, keepdim: (
-                               _ADD(x, dim, None, None, keepdim) if x.size < SUM_ACROSS_FROM
-                               else sum_down(x, dim, keepdim))
+                               _ADD(x, dim, None, None, keepdim) if x.size < SUM_FROM
+                               else torch_sum(x, dim, keepdim))
                            if x.__class__ is _ndarray else array_sum(xp, x, dim, keepdim))
 MeanBackward0 = define_node("MeanBackward0", self="F.expand(grad / numel(self_sizes), self_sizes)",
-                            forward=lambda xp, x: array_mean(xp, x))
+                            forward=lambda xp, x: _mean(xp, x, None, False))
 MeanBackward1 = define_node("MeanBackward1", attrs=("dim", "keepdim"),
                             self="sum_backward(F, grad, self_sizes, dim, keepdim) / count(self_sizes, dim)",
                             forward=lambda xp, x, dim, keepdim: _mean(xp, x, dim, keepdim))

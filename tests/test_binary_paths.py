@@ -174,9 +174,11 @@ def test_no_grad_and_versions_through_the_shortcuts():
         z.sum().backward()
 
 
-def test_sum_to_on_arrays_is_numpys_sum_and_reshape():
-    """ArrayMath.sum_to: the reductions and reshape it always made, exactly (values, dtype, shape)."""
+def test_sum_to_on_arrays_is_the_sum_kernels_sum_and_reshape():
+    """ArrayMath.sum_to: the reductions (the sum kernel's, in torch's order) and the reshape,
+    exactly (values, dtype, shape)."""
     from gradcli.backend import NUMPY
+    from gradcli.backend.cascade import torch_sum
     from gradcli.ops.formulas import ArrayMath
     F = ArrayMath(NUMPY)
     rng = np.random.default_rng(0)
@@ -189,9 +191,9 @@ def test_sum_to_on_arrays_is_numpys_sum_and_reshape():
             keep = tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
             want = x
             if keep:
-                want = np.sum(want, axis=keep, keepdims=True)
+                want = torch_sum(want, keep, True)
             if lead:
-                want = np.sum(want, axis=tuple(range(lead)))
+                want = torch_sum(want, tuple(range(lead)))
             want = np.reshape(want, target)
             got = F.sum_to(x, target)
             assert type(got) is type(want) and got.dtype == want.dtype and got.shape == target

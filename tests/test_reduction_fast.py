@@ -11,6 +11,7 @@ import pytest
 
 import gradcli as gc
 from gradcli.backend import NUMPY
+from gradcli.backend.cascade import torch_sum
 from gradcli.ops import FUNCTIONS, nn_functional as NF, pointwise as PW, reduction as R
 from gradcli.ops.formulas import ArrayMath
 from helpers import same_bits as _bits
@@ -46,9 +47,10 @@ def test_forwards_are_their_general_forms_bit_for_bit(k):
             lse = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
             _bits(R._logsumexp(xp, x, (dim,), True), lse)
             _bits(R._logsumexp(xp, x, (dim,), False), np.squeeze(lse, dim))
-            for keep in (False, True):
-                _bits(R._mean(xp, x, (dim,), keep), np.mean(x, axis=dim, keepdims=keep))
-                _bits(R.SumBackward1.forward(xp, x, (dim,), keep), np.sum(x, axis=dim, keepdims=keep))
+            for keep in (False, True):  # (sums in torch's order: tests/test_cascade.py)
+                total = torch_sum(x, (dim,), keep)
+                _bits(R._mean(xp, x, (dim,), keep), total / x.dtype.type(x.shape[dim]))
+                _bits(R.SumBackward1.forward(xp, x, (dim,), keep), total)
                 reduced = np.sum(x, axis=dim)
                 _bits(AM.unsqueeze_dims(reduced, (dim,), x.ndim), np.expand_dims(reduced, dim))
             for correction in (0, 1, 0.5):

@@ -166,9 +166,9 @@ def torch_sum(x, axis=None, keepdims=False):
     ndim = len(shape)
     if axis is None:
         n = x.size
-        if n < 2 * lanes and not keepdims:  # everything, up to 2 lanes - 1 values: a scalar, reordered
-            if n < SUM_FROM:
-                return _ADD(x, None)
+        if n < SUM_FROM or n >= 2 * lanes:  # NumPy's, in order or pairwise
+            return _ADD(x, None, None, None, keepdims)
+        if not keepdims:  # everything, 5 to 2 lanes - 1 values: a scalar, the values reordered
             v = x.reshape(-1).take(_ORDERS[(n, lanes)])
             return (_ADD(v) if n < 8 else _ACCUMULATE(v)[-1]) + 0.0
         reduced = range(ndim)

@@ -158,60 +158,81 @@ def torch_sum(x, axis=None, keepdims=False):
       error at the scale of 16 values.
     Every other sum is NumPy's: up to 4 values both add in order; wider rows pairwise (as accurate
     as torch's, its last bits not always torch's: see the module), many narrow rows across them
-    (``along_rows``). ``axis``: None, an int or a tuple of ints."""
+    (``along_rows``). ``axis``: None, an int or a tuple of ints. What to do is kept per shape and
+    axis (a program sums the same few shapes again and again)."""
     lanes = _LANES.get(x.dtype)
     if lanes is None or not x.flags.c_contiguous:
         return _ADD(x, axis, None, None, keepdims)
-    shape = x.shape
-    ndim = len(shape)
-    if axis is None:
+    if axis is None and not keepdims:
         n = x.size
         if n < SUM_FROM or n >= 2 * lanes:  # NumPy's, in order or pairwise
-            return _ADD(x, None, None, None, keepdims)
-        if not keepdims:  # everything, 5 to 2 lanes - 1 values: a scalar, the values reordered
-            v = x.reshape(-1).take(_ORDERS[(n, lanes)])
-            return (_ADD(v) if n < 8 else _ACCUMULATE(v)[-1]) + 0.0
-        reduced = range(ndim)
-        before, after = 1, 1
-    elif ndim == 2 and (axis.__class__ is int or len(axis) == 1) and -2 <= (d := axis if axis.__class__ is int
-                                                                       else axis[0]) < 2:
-        reduced = (d % 2,)  # (a matrix: its rows or its columns)
-        before, n, after = (shape[0], shape[1], 1) if d % 2 else (1, shape[0], shape[1])
+            return _ADD(x, None)
+        v = x.reshape(-1).take(_ORDERS[(n, lanes)])  # 5 to 2 lanes - 1 values: a scalar, reordered
+        return (_ADD(v) if n < 8 else _ACCUMULATE(v)[-1]) + 0.0
+    key = (x.shape, axis, keepdims, lanes)
+    try:
+        plan = _PLANS.get(key)
+    except TypeError:  # (an axis list: not a key)
+        plan = _NUMPY_SUM
     else:
-        if axis.__class__ is int:
-            reduced = (axis % ndim,) if -ndim <= axis < ndim else None
-        else:
-            reduced = [d % ndim for d in axis] if all(-ndim <= d < ndim for d in axis) else None
-            if reduced is not None and len(set(reduced)) < len(reduced):
-                reduced = None
-        if reduced is None:
-            return _ADD(x, axis, None, None, keepdims)  # NumPy's own error
-        before = n = after = 1  # kept dims before the reduced run, the run, kept dims after it
-        state = 0  # 0: before the run, 1: in it, 2: after it
-        for d in range(ndim):
-            s = shape[d]
-            if s == 1:
-                continue
-            if d in reduced:
-                if state == 2:
-                    return _ADD(x, axis, None, None, keepdims)  # two runs: NumPy's
-                state = 1
-                n *= s
-            elif state:
-                state = 2
-                after *= s
-            else:
-                before *= s
-    if after == 1:  # along rows
-        if n <= 4 or n >= 2 * lanes:
-            return along_rows(_np.add, x, axis, keepdims)
-        out = _along(x.reshape(before, n), lanes)
-    elif n < SUM_DOWN_FROM:  # down fewer rows: NumPy's (faster there)
+        if plan is None:
+            if len(_PLANS) >= 4096:
+                _PLANS.clear()
+            plan = _PLANS[key] = _plan(x.shape, axis, keepdims, lanes)
+    how, rows, out_shape = plan
+    if how is _NUMPY:
         return _ADD(x, axis, None, None, keepdims)
+    if how is _ACROSS:
+        return along_rows(_np.add, x, axis, keepdims)
+    out = _along(x.reshape(rows), lanes) if how is _ALONG else _down(x.reshape(rows), lanes)
+    out += 0.0  # every accumulator of torch's starts at +0.0: no -0.0 result (out is a new array)
+    return out.reshape(out_shape) if out_shape else out.reshape(())[()]
+
+
+_NUMPY, _ACROSS, _ALONG, _DOWN = "numpy", "along_rows", "along", "down"
+_NUMPY_SUM = (_NUMPY, None, None)
+_PLANS: dict = {}
+
+
+def _plan(shape, axis, keepdims, lanes):
+    """(how, the shape x is read as, the result's shape) for torch_sum: ``how`` _NUMPY (add.reduce,
+    its errors too), _ACROSS (``along_rows``), _ALONG (rows of 5 to 2 lanes - 1 values, reordered:
+    read as (rows, n)) or _DOWN (the cascade down n >= SUM_DOWN_FROM rows: read as (before, n, after))."""
+    ndim = len(shape)
+    if axis is None:
+        reduced = list(range(ndim))
+    elif axis.__class__ is int:
+        reduced = [axis % ndim] if -ndim <= axis < ndim else None
     else:
-        out = _down(x.reshape(before, n, after), lanes)
-    out = out + 0.0  # every accumulator of torch's starts at +0.0: no -0.0 result (and never x's own memory)
+        reduced = [d % ndim for d in axis] if all(d.__class__ is int and -ndim <= d < ndim for d in axis) else None
+        if reduced is not None and len(set(reduced)) < len(reduced):
+            reduced = None
+    if reduced is None:
+        return _NUMPY_SUM  # NumPy's own error
+    before = n = after = 1  # kept dims before the reduced run, the run, kept dims after it
+    state = 0  # 0: before the run, 1: in it, 2: after it
+    for d in range(ndim):
+        s = shape[d]
+        if s == 1:
+            continue
+        if d in reduced:
+            if state == 2:
+                return _NUMPY_SUM  # two runs: NumPy's
+            state = 1
+            n *= s
+        elif state:
+            state = 2
+            after *= s
+        else:
+            before *= s
     if keepdims:
-        return out.reshape(tuple(1 if d in reduced else s for d, s in enumerate(shape)))
-    kept = tuple(s for d, s in enumerate(shape) if d not in reduced)
-    return out.reshape(kept) if kept else out.reshape(())[()]
+        out_shape = tuple(1 if d in reduced else s for d, s in enumerate(shape))
+    else:
+        out_shape = tuple(s for d, s in enumerate(shape) if d not in reduced)
+    if after == 1:  # along rows
+        if n <= 4 or n >= 2 * lanes or not before * n:
+            return (_ACROSS, None, None)
+        return (_ALONG, (before, n), out_shape)
+    if n < SUM_DOWN_FROM:  # down fewer rows: NumPy's (faster there)
+        return _NUMPY_SUM
+    return (_DOWN, (before, n, after), out_shape)

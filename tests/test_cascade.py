@@ -215,3 +215,21 @@ def test_small_sums_and_means_print_torchs_digits(shape):
                 assert G.mean(-1, keepdim=True).tolist() == T.mean(-1, keepdim=True).tolist()
                 checked += 1
     assert checked >= 20
+
+
+@pytest.mark.parametrize("shape, target", [((4, 300, 3), (1, 3)), ((6, 300, 2), (1, 1, 2)), ((2, 5, 7), (5, 1)),
+                                           ((300, 4, 6), (4, 1)), ((2, 7, 3), (7, 1)), ((3, 7), (3, 1))])
+def test_a_broadcast_gradient_is_one_sum_as_torchs_sum_to(shape, target):
+    """torch's sum_to sums the leading dims and the target's 1s in one reduction: (4, 300, 3) to
+    (1, 3) is one cascade down 1,200 rows, not 300 rows four times and then the four sums; (2, 5, 7)
+    to (5, 1) sums each row of 7 in torch's order, then those sums over the 2 in order."""
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    a = (rng.standard_normal(shape) * 10).astype(np.float32)
+    w = (rng.standard_normal(target) + 3).astype(np.float32)
+    W = torch.tensor(w, requires_grad=True)
+    (torch.tensor(a) / W).backward(torch.ones(shape))
+    ours = gc.tensor(w.tolist(), requires_grad=True)
+    (gc.tensor(a.tolist()) / ours).backward(gc.ones(*shape))
+    np.testing.assert_array_equal(np.array(ours.grad.tolist(), dtype=np.float32), W.grad.numpy())

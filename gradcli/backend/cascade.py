@@ -184,12 +184,15 @@ def torch_sum(x, axis=None, keepdims=False):
         return _ADD(x, axis, None, None, keepdims)
     if how is _ACROSS:
         return along_rows(_np.add, x, axis, keepdims)
-    out = _along(x.reshape(rows), lanes) if how is _ALONG else _down(x.reshape(rows), lanes)
+    if how is _TWO:
+        out = _ADD(_along(x.reshape(rows[:2]), lanes).reshape(rows[2:]), 0)  # (sequential: 2+ columns)
+    else:
+        out = _along(x.reshape(rows), lanes) if how is _ALONG else _down(x.reshape(rows), lanes)
     out += 0.0  # every accumulator of torch's starts at +0.0: no -0.0 result (out is a new array)
     return out.reshape(out_shape) if out_shape else out.reshape(())[()]
 
 
-_NUMPY, _ACROSS, _ALONG, _DOWN = "numpy", "along_rows", "along", "down"
+_NUMPY, _ACROSS, _ALONG, _DOWN, _TWO = "numpy", "along_rows", "along", "down", "two runs"
 _NUMPY_SUM = (_NUMPY, None, None)
 _PLANS: dict = {}
 
@@ -197,7 +200,9 @@ _PLANS: dict = {}
 def _plan(shape, axis, keepdims, lanes):
     """(how, the shape x is read as, the result's shape) for torch_sum: ``how`` _NUMPY (add.reduce,
     its errors too), _ACROSS (``along_rows``), _ALONG (rows of 5 to 2 lanes - 1 values, reordered:
-    read as (rows, n)) or _DOWN (the cascade down n >= SUM_DOWN_FROM rows: read as (before, n, after))."""
+    read as (rows, n)), _DOWN (the cascade down n >= SUM_DOWN_FROM rows: read as (before, n, after))
+    or _TWO (rows of such values summed, then those sums down the first run: read as (rows, n),
+    the sums as (first run, kept))."""
     ndim = len(shape)
     if axis is None:
         reduced = list(range(ndim))
@@ -209,17 +214,21 @@ def _plan(shape, axis, keepdims, lanes):
             reduced = None
     if reduced is None:
         return _NUMPY_SUM  # NumPy's own error
-    before = n = after = 1  # kept dims before the reduced run, the run, kept dims after it
-    state = 0  # 0: before the run, 1: in it, 2: after it
+    before = n = after = last = 1  # kept dims before the reduced run, the run, kept dims after it,
+    state = 0  # a second run that ends the shape; state 0: before the run, 1: in it, 2: after it, 3: in the second
     for d in range(ndim):
         s = shape[d]
         if s == 1:
             continue
         if d in reduced:
-            if state == 2:
-                return _NUMPY_SUM  # two runs: NumPy's
-            state = 1
-            n *= s
+            if state >= 2:
+                state = 3
+                last *= s
+            else:
+                state = 1
+                n *= s
+        elif state == 3:
+            return _NUMPY_SUM  # kept dims after a second run: NumPy's
         elif state:
             state = 2
             after *= s
@@ -229,6 +238,13 @@ def _plan(shape, axis, keepdims, lanes):
         out_shape = tuple(1 if d in reduced else s for d, s in enumerate(shape))
     else:
         out_shape = tuple(s for d, s in enumerate(shape) if d not in reduced)
+    if state == 3:  # rows reduced, kept dims, rows reduced to the end (sum_to of (b, m, k) to (m, 1))
+        # torch sums each last run along its row, then adds those sums in order over the first
+        # run (its output accumulates across the outer loop); NumPy does the same, but for rows
+        # of 5 to 2 lanes - 1 values, which torch adds in another order
+        if before != 1 or last <= 4 or last >= 2 * lanes:
+            return _NUMPY_SUM
+        return (_TWO, (n * after, last, n, after), out_shape)
     if after == 1:  # along rows
         if n <= 4 or n >= 2 * lanes or not before * n:
             return (_ACROSS, None, None)

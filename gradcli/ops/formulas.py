@@ -56,7 +56,7 @@ def _shape(x):
 
 
 def _sum_to_axes(shape, target):
-    """Axes to sum (and whether to keep them) to reduce ``shape`` to broadcastable ``target``
+    """The dims to sum to reduce ``shape`` to broadcastable ``target``, and whether to keep them
     (kept per pair of shapes: every backward of a broadcast op asks for the same few)."""
     key = (shape, target)
     found = _SUM_TO_AXES.get(key)
@@ -71,10 +71,11 @@ _SUM_TO_AXES: dict = {}
 
 
 def _axes_of(shape, target):
+    """torch's sum_to: one sum over the leading dims and the dims ``target`` has as 1, kept where
+    there are no leading dims (the result is then ``target``'s shape), else reshaped after."""
     lead = len(shape) - len(target)
-    axes = tuple(range(lead))
-    keep = tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
-    return axes, keep
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(target) if s == 1 and shape[lead + i] != 1)
+    return dims, not lead
 
 
 def cumulative(xp, x, dim, product=False):
@@ -278,9 +279,9 @@ class ArrayMath:
     def mT(self, x): return self.transpose(x, -2 % x.ndim, -1 % x.ndim)
 
     def sum_to(self, x, shape):
-        """``x`` summed back to the broadcastable ``shape`` (a broadcast input's gradient): on a NumPy
-        array, the same reductions through ``add.reduce`` itself, and no reshape where the sums
-        already gave ``shape``."""
+        """``x`` summed back to the broadcastable ``shape`` (a broadcast input's gradient), as
+        torch's sum_to: one sum over every dim to reduce (on a NumPy array, in torch's order:
+        ``torch_sum``), then a reshape where the sum did not already give ``shape``."""
         if shape.__class__ is not tuple:
             shape = tuple(shape)
         xs = x.shape
@@ -289,25 +290,14 @@ class ArrayMath:
         if xs == shape:
             return x
         found = _SUM_TO_AXES.get((xs, shape))
-        axes, keep = _sum_to_axes(xs, shape) if found is None else found
+        dims, keep = _sum_to_axes(xs, shape) if found is None else found
         if x.__class__ is _ndarray:
-            if x.size < SUM_FROM:
-                if keep:
-                    x = _ADD_REDUCE(x, keep, None, None, True)
-                if axes:
-                    x = _ADD_REDUCE(x, axes)
-            else:  # in torch's order (a broadcast row's gradient summed down a batch, above all)
-                if keep:
-                    x = torch_sum(x, keep, True)
-                if axes:
-                    x = torch_sum(x, axes)
+            if dims:
+                x = _ADD_REDUCE(x, dims, None, None, keep) if x.size < SUM_FROM else torch_sum(x, dims, keep)
             return x if x.__class__ is _ndarray and x.shape == shape else x.reshape(shape)
-        xp = self.xp
-        if keep:
-            x = array_sum(xp, x, keep, True)
-        if axes:
-            x = array_sum(xp, x, axes)
-        return xp.reshape(x, shape)
+        if dims:
+            x = array_sum(self.xp, x, dims, keep)
+        return self.xp.reshape(x, shape)
 
     def sum(self, x, dim=None, keepdim=False):
         return array_sum(self.xp, x, dim, keepdim)

@@ -479,11 +479,10 @@ class TensorMath:
         if shape == ():
             return self.ops.sum(x)  # torch's sum_to(grad, []): one SumBackward0
         # torch's at::sum_to: one sum over every reduced dim (keepdim), a view if leading dims went
-        axes, keep = _sum_to_axes(_shape(x), shape)
-        reduce = axes + keep
+        reduce, no_leading = _sum_to_axes(_shape(x), shape)
         if reduce:
             x = self.ops.sum(x, reduce, keepdim=True)
-        return self.ops.reshape(x, shape) if axes else x
+        return x if no_leading else self.ops.reshape(x, shape)
 
     def sum(self, x, dim=None, keepdim=False):
         return self.ops.sum(x) if dim is None and not keepdim else self.ops.sum(x, dim, keepdim=keepdim)

@@ -14,9 +14,12 @@ function and operator, called the way programs call it:
 One measurement: ``--calls`` outputs of the op computed from the same 2x2 float32 leaves (which
 require grad; ``--batch N``: N rows each, the same cases at a program's batch size), then one ``autograd.backward(outputs, ones)``: the op's forward, its node, its
 backward formula and the accumulation of its gradient into the leaf, per call. Rounds of gradcli and
-torch alternate (``_common.time_interleaved``), medians of ``--rounds`` after a warm-up; the figure
-is gradcli's time over torch's for the same case in the same run. Per family and overall: geometric
-means of the per-case ratios.
+torch alternate (``_common.time_interleaved``), ``--rounds`` of each after a warm-up; the figure is
+gradcli's fastest round over torch's fastest round for the same case in the same run (the ratio of
+the medians beside it: see ``measure``). Per family and overall: geometric means of the per-case
+ratios. The objects that exist before the first case (both libraries' modules) are frozen out of
+the collector's way (``gc.freeze``): the full collection before each round then takes ~1 ms
+instead of ~90 ms; the rounds themselves collect as before (young objects only).
 
 A second table times typical programs as chains (``y = y * 1.0001`` ... then one backward): the mixes
 of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions). A third
@@ -29,6 +32,7 @@ times an optimizer's in-place updates of a parameter under no_grad (``p -= 0.1 *
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 from dataclasses import dataclass
@@ -478,9 +482,17 @@ def on_device(device: str, torch):
     return lambda fns: {name: synchronised(fn, sync[name]) for name, fn in fns.items()}
 
 
-def measure(fns: dict, rounds: int, per: int) -> dict:
+def measure(fns: dict, rounds: int, per: int) -> tuple[dict, dict]:
+    """(best, median): each engine's fastest round and its median round, in us per output.
+
+    The figure is the fastest round (timeit's rule: the slower rounds are other work on the
+    machine, not the code). On this 2-core virtual machine a round of either library varies by up
+    to 50% from one second to the next; the best of interleaved rounds moved by 0.02-0.05x from
+    one set of five rounds to the next where the ratio of medians moved by 0.1-0.5x (RESULTS.md,
+    fifteenth session). The median is printed beside it."""
     times = time_interleaved(fns, rounds=rounds, warmup=1)
-    return {name: median(ts) / per * 1e6 for name, ts in times.items()}
+    return ({name: min(ts) / per * 1e6 for name, ts in times.items()},
+            {name: median(ts) / per * 1e6 for name, ts in times.items()})
 
 
 def main() -> None:
@@ -505,10 +517,11 @@ def main() -> None:
     import gradcli
     print(machine() + f", torch threads {torch.get_num_threads()}")
     timed = on_device(args.device, torch)
+    gc.freeze()  # the modules of both libraries: never garbage, traversed by every full collection
 
 
     cases, missing = all_cases(args.only)
-    rows, by_family, ratios, unfit = [], {}, [], []
+    rows, by_family, ratios, medians, unfit = [], {}, [], [], []
     for case in cases:
         try:
             theirs = fan_out(torch, case, args.calls, args.batch)
@@ -521,20 +534,25 @@ def main() -> None:
             continue
         fns = {"gradcli": fan_out(gradcli, case, args.calls, args.batch), "torch": theirs}  # (torch's call
         # worked: gradcli's failing is a bug, and stops the run)
-        us = measure(timed(fns), args.rounds, args.calls)
-        r = us["gradcli"] / us["torch"]
+        us, mid = measure(timed(fns), args.rounds, args.calls)
+        r, rm = us["gradcli"] / us["torch"], mid["gradcli"] / mid["torch"]
         ratios.append(r)
+        medians.append(rm)
         by_family.setdefault(case.family, []).append(r)
-        rows.append([case.op, case.label, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x"])
-        print(f"  {case.label:<32} {r:.2f}x", file=sys.stderr, flush=True)
+        rows.append([case.op, case.label, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{r:.2f}x", f"{rm:.2f}x"])
+        print(f"  {case.label:<32} {r:.2f}x  (medians {rm:.2f}x)", file=sys.stderr, flush=True)
 
-    print(table(rows, ["op", "call", "gradcli us/op", "torch us/op", "gradcli/torch"]))
+    print(table(rows, ["op", "call", "gradcli us/op", "torch us/op", "gradcli/torch", "of medians"]))
     print()
     fam_rows = [[f, str(len(rs)), f"{geomean(rs):.2f}x", f"{max(rs):.2f}x"] for f, rs in by_family.items()]
     fam_rows.append(["all", str(len(ratios)), f"{geomean(ratios):.2f}x", f"{max(ratios):.2f}x"])
     print(table(fam_rows, ["family", "cases", "geometric mean", "worst"]))
-    worst = sorted(zip(ratios, [r[1] for r in rows]), reverse=True)[:5]
+    labels = [r[1] for r in rows]
+    worst = sorted(zip(ratios, labels), reverse=True)[:5]
     print("\nworst cases: " + ", ".join(f"{label} {r:.2f}x" for r, label in worst))
+    above = [(r, label) for r, label in sorted(zip(ratios, labels), reverse=True) if r > 1.0]
+    print(f"above 1.0x: {len(above)}" + (": " + ", ".join(f"{label} {r:.2f}x" for r, label in above) if above else ""))
+    print(f"of medians: geometric mean {geomean(medians):.2f}x, {sum(r > 1.0 for r in medians)} above 1.0x")
     if missing:
         print("not measured (differentiable, no recipe): " + ", ".join(missing))
     if unfit:
@@ -550,14 +568,15 @@ def main() -> None:
 def side_by_side(title, items, make, gradcli, torch, timed, rounds, steps) -> str:
     """A table of ``items`` (name -> what ``make(lib, item, steps)`` makes a timed function of, of
     ``steps`` operations), each timed on gradcli and torch in turn, with the ratios' geometric mean."""
-    rows, ratios = [], []
+    rows, ratios, medians = [], [], []
     for name, item in items.items():
         fns = {"gradcli": make(gradcli, item, steps), "torch": make(torch, item, steps)}
-        us = measure(timed(fns), rounds, steps)
+        us, mid = measure(timed(fns), rounds, steps)
         ratios.append(us["gradcli"] / us["torch"])
-        rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{ratios[-1]:.2f}x"])
-    rows.append(["geometric mean", "", "", f"{geomean(ratios):.2f}x"])
-    return table(rows, [title, "gradcli us/op", "torch us/op", "gradcli/torch"])
+        medians.append(mid["gradcli"] / mid["torch"])
+        rows.append([name, f"{us['gradcli']:.2f}", f"{us['torch']:.2f}", f"{ratios[-1]:.2f}x", f"{medians[-1]:.2f}x"])
+    rows.append(["geometric mean", "", "", f"{geomean(ratios):.2f}x", f"{geomean(medians):.2f}x"])
+    return table(rows, [title, "gradcli us/op", "torch us/op", "gradcli/torch", "of medians"])
 
 if __name__ == "__main__":
     main()

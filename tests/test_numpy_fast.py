@@ -362,7 +362,13 @@ def test_float32_transcendentals_rounded_once_from_float64(name):
 
 def test_small_float32_transcendentals_give_torchs_bits():
     """What the rounding-once is for: torch's float32 exp, log, tanh... on a small tensor, bit for bit
-    on 99% of random values or more, where NumPy's own float32 kernels agree on 59-89%."""
+    on 99% of random values or more, where NumPy's own float32 kernels agree on 59-89%.
+
+    torch's own bits depend on the CPU: its log, atan, sin and cos go through MKL's vector math,
+    which gives the correctly rounded value for 99.9% of these inputs on an Intel CPU and for 92-95%
+    on an AMD EPYC (AVX-512) one, the same torch wheel. So the floor is the one the float64
+    result rounded once reaches against this torch, where that is lower: ours may not agree more
+    often than the correctly rounded values do, and must not agree less."""
     torch = pytest.importorskip("torch")
     values = (np.random.default_rng(0).standard_normal(7000) * 3).astype(np.float32)
     for name, arr, floor in [("exp", values, 0.99), ("log", np.abs(values) + 1e-3, 0.999), ("tanh", values, 0.99),
@@ -372,7 +378,9 @@ def test_small_float32_transcendentals_give_torchs_bits():
         theirs = np.concatenate([getattr(torch, name)(torch.tensor(c)).numpy() for c in chunks])
         ours = np.concatenate([getattr(xp, name)(c) for c in chunks])
         numpy_own = np.concatenate([getattr(np, name)(c) for c in chunks])
-        assert (ours == theirs).mean() >= floor, name
+        rounded_once = getattr(np, name)(arr.astype(np.float64)).astype(np.float32)
+        reachable = (rounded_once == theirs).mean() - 0.001  # (the slack: float64 ties that round another way)
+        assert (ours == theirs).mean() >= min(floor, reachable), name
         assert (ours == theirs).mean() > (numpy_own == theirs).mean(), name
 
 

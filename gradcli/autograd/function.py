@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, SIZES, _sequence, new_node, note_edge_nrs, sizes
+from .node import NEW_CLASS_HOOKS, PACK_SAVED, SAVED_HOOKS, SIZES, Node, _sequence, new_node, note_edge_nrs, sizes, specialised
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -19,6 +19,10 @@ _seq = _sequence.__next__
 _make = Tensor._make
 _ndarray = _ndarray_type
 _sizes = SIZES.get  # node.sizes's look-up, inline on the hot paths (a miss calls sizes)
+# An input's gradient edge is ``(x._fn if x._view is None else x.grad_fn) or x._accumulator()``: the
+# slot itself where the tensor is not a view (the ``grad_fn`` property, a Python call, is ~0.15 us of
+# a recorded op on CPython 3.11, which does not specialise property reads); a view's ``_fn`` may be
+# unset (its base changed in place), which the property mends.
 
 
 def _devices_differ(a, b):
@@ -94,10 +98,16 @@ def _result(data, backend, node):
 
 
 def record2(cls, a, b, da, db, data, attrs=()):
-    """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow."""
+    """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow
+    (the node class's own copy of this function: see ``_own_copies``)."""
+    return cls._record2(cls, a, b, da, db, data, attrs)
+
+
+def _record2(cls, a, b, da, db, data, attrs=()):
+    """:func:`record2`'s body."""
     backend = a._backend
     if a._requires_grad:
-        c0 = a.grad_fn or a._accumulator()
+        c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
         mask = 1
     elif b._requires_grad:
         c0 = None
@@ -105,7 +115,7 @@ def record2(cls, a, b, da, db, data, attrs=()):
     else:
         return _make(data, backend)
     if b._requires_grad:
-        c1 = b.grad_fn or b._accumulator()
+        c1 = (b._fn if b._view is None else b.grad_fn) or b._accumulator()
         mask += 2
     else:
         c1 = None
@@ -164,11 +174,17 @@ def record_number(cls, a, s, da, data, attrs=()):
     """The result of ``a OP s`` (``s`` a Python number, ``a`` a tensor) already computed as ``data``:
     a node of ``cls`` whose second input is the number itself, with no edge (torch wraps the
     number in a tensor that does not require grad: the same ``next_functions``). What every
-    binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``)."""
+    binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``). The node
+    class's own copy of this function runs (``_own_copies``)."""
+    return cls._record_number(cls, a, s, da, data, attrs)
+
+
+def _record_number(cls, a, s, da, data, attrs=()):
+    """:func:`record_number`'s body."""
     backend = a._backend
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
-    c0 = a.grad_fn or a._accumulator()
+    c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
     node = _new(cls)
     node._n0 = c0
     node._n1 = None
@@ -205,12 +221,18 @@ def record_number(cls, a, s, da, data, attrs=()):
 
 
 def apply1(cls, a, da, attrs=()):
-    """``apply`` for one tensor input whose array (after any cast) is ``da``."""
+    """``apply`` for one tensor input whose array (after any cast) is ``da`` (the node class's own
+    copy of this function: see ``_own_copies``)."""
+    return cls._apply1(cls, a, da, attrs)
+
+
+def _apply1(cls, a, da, attrs=()):
+    """:func:`apply1`'s body."""
     backend = a._backend
     data = cls.forward(backend.xp, da, *attrs)
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
-    c0 = a.grad_fn or a._accumulator()
+    c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
     node = _new(cls)
     node._n0 = c0
     node._n1 = None
@@ -269,8 +291,8 @@ def _apply_general(cls, inputs, attrs=(), arrays=None):
         if cls._mask_plans is not None and len(inputs) > 2:
             return _record_n(cls, inputs, arrays, data, attrs, backend)
         edges = tuple(
-            ((x.grad_fn or x._accumulator()), x.output_nr) if x.__class__ is Tensor and x._requires_grad
-            else _NO_EDGE
+            (((x._fn if x._view is None else x.grad_fn) or x._accumulator()), x.output_nr)
+            if x.__class__ is Tensor and x._requires_grad else _NO_EDGE
             for x in inputs)
         shapes = tuple(getattr(a, "shape", ()) for a in arrays) if cls.save_sizes else None
         return Tensor._make(data, backend, new_node(cls, inputs, data, attrs, shapes, edges))
@@ -321,15 +343,15 @@ def _record3(cls, a, b, c, da, db, dc, data, attrs, backend):
     mask = 0
     c0 = c1 = c2 = None
     if a._requires_grad:
-        c0 = a.grad_fn or a._accumulator()
+        c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
         if c0 is not None:
             mask = 1
     if b._requires_grad:
-        c1 = b.grad_fn or b._accumulator()
+        c1 = (b._fn if b._view is None else b.grad_fn) or b._accumulator()
         if c1 is not None:
             mask |= 2
     if c._requires_grad:
-        c2 = c.grad_fn or c._accumulator()
+        c2 = (c._fn if c._view is None else c.grad_fn) or c._accumulator()
         if c2 is not None:
             mask |= 4
     node = _new(cls)
@@ -365,7 +387,7 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     for x in inputs:
         child = None
         if x.__class__ is Tensor and x._requires_grad:
-            child = x.grad_fn or x._accumulator()
+            child = (x._fn if x._view is None else x.grad_fn) or x._accumulator()
             if child is not None:
                 mask |= bit
             if x._view is not None:
@@ -403,6 +425,24 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     if views:
         note_edge_nrs(node, inputs)
     return _result(data, backend, node)
+
+
+# -- each node class's own copies of the recording paths -------------------------------------
+
+_COPIED = {"_apply1": _apply1, "_record2": _record2, "_record_number": _record_number}
+
+
+def _own_copies(cls) -> None:
+    """Give node class ``cls`` its own copies of the functions that fill in a new node's slots
+    (``node.specialised``: ~16 stores a node, each then specialised to ``cls``); Node's are the
+    shared originals, for a class made before this module."""
+    for name, fn in _COPIED.items():
+        setattr(cls, name, staticmethod(specialised(fn)))
+
+
+for _name, _fn in _COPIED.items():
+    setattr(Node, _name, staticmethod(_fn))
+NEW_CLASS_HOOKS.append(_own_copies)
 
 
 def backend_of(*xs):

@@ -139,7 +139,7 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     if not input._requires_grad or not _GRAD.enabled:
         return make_view(_make(data, backend), input, cls, attrs)
     node = _new(cls)
-    node._n0 = input.grad_fn or input._accumulator()
+    node._n0 = (input._fn if input._view is None else input.grad_fn) or input._accumulator()  # (function.py's form)
     node._n1 = node._nx = node._sx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
     node._k = 1
     node._attrs = attrs

@@ -43,7 +43,8 @@ from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, TENSOR_ATTRS, TENSOR_METHODS, registered_builtins, suggest
 from .values import (
-    _MISSING, MAX_SEQUENCE, BuiltinRef, UserFunction, binary_op, compare, display, iterate, make_dict, subscript,
+    _MISSING, MAX_SEQUENCE, NUMBER_OPERATORS, BuiltinRef, UserFunction, binary_op, compare, display, iterate,
+    make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
 )
 
@@ -497,7 +498,9 @@ class Evaluator(Statements):
                 elif op == BINARY:
                     b = pop()
                     a = values[-1]
-                    if a.__class__ is Tensor and b.__class__ is Tensor and arg in BINARY_OPERATORS:
+                    cb = b.__class__
+                    if a.__class__ is Tensor and (cb is Tensor and arg in BINARY_OPERATORS or
+                                                  (cb is float or cb is int) and arg in NUMBER_OPERATORS):
                         values[-1] = BINARY_OPERATORS[arg](a, b)
                     else:
                         values[-1] = binary_op(arg, a, b)
@@ -604,7 +607,9 @@ class Evaluator(Statements):
                             b = env[name] if name in env and name not in scope else self._lookup(name, right, scope)
                         op = n.op
                         try:
-                            if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
+                            cb = b.__class__
+                            if a.__class__ is Tensor and (cb is Tensor and op in BINARY_OPERATORS or
+                                                          (cb is float or cb is int) and op in NUMBER_OPERATORS):
                                 values.append(BINARY_OPERATORS[op](a, b))
                             else:
                                 values.append(binary_op(op, a, b))
@@ -667,7 +672,9 @@ class Evaluator(Statements):
                 a = values[-1]
                 op = n.op
                 try:
-                    if a.__class__ is Tensor and b.__class__ is Tensor and op in BINARY_OPERATORS:
+                    cb = b.__class__
+                    if a.__class__ is Tensor and (cb is Tensor and op in BINARY_OPERATORS or
+                                                  (cb is float or cb is int) and op in NUMBER_OPERATORS):
                         values[-1] = BINARY_OPERATORS[op](a, b)
                     else:
                         values[-1] = binary_op(op, a, b)

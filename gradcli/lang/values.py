@@ -154,6 +154,9 @@ _SEQUENCES = (str, list, tuple)
 _PLAIN = frozenset((int, float, Tensor))
 _TENSOR_NUMBER = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
                   "**": operator.pow, "%": operator.mod, "//": operator.floordiv}
+# The operators whose declared function takes a Python number on the right of a tensor (``x * 1.5``):
+# binary_op's first case, which the evaluator's walks test inline.
+NUMBER_OPERATORS = frozenset(op for op in _TENSOR_NUMBER if op in BINARY_OPERATORS)
 _NUMBER_NUMBER = {"+": lambda a, b: check_int(a + b), "-": lambda a, b: check_int(a - b),
                   "*": lambda a, b: check_int(a * b)}
 MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
@@ -162,7 +165,7 @@ MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
 def binary_op(op, a, b):
     """``a op b`` for ``op`` in ``+ - * / @ ** % //``."""
     ca, cb = a.__class__, b.__class__
-    if ca is Tensor and op in BINARY_OPERATORS and (cb is Tensor or (cb is float or cb is int) and op in _TENSOR_NUMBER):
+    if ca is Tensor and (cb is Tensor and op in BINARY_OPERATORS or (cb is float or cb is int) and op in NUMBER_OPERATORS):
         # the common cases, a tensor with a tensor or a Python number: the function the op declared
         # for its operator (what Tensor's operator is, without Python's dispatch to it)
         return BINARY_OPERATORS[op](a, b)

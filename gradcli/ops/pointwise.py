@@ -378,14 +378,15 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
     cls = define_node(grad_fn, forward=forward, self=formula, reuses_grad=reuses_grad)
 
     plain = keep_int and kernel is None  # every dtype as it is (abs, relu)
+    record = cls._apply1  # apply1 of the node class's own (function._own_copies), without its dispatch
 
     def unary_op(input):
         if input.__class__ is Tensor:  # the usual call, a float NumPy tensor: nothing to check or cast
             data = input._data
             if plain or data.__class__ is _ndarray and data.dtype.kind == "f":
-                return apply1(cls, input, data)  # apply's one-tensor path, directly
+                return record(cls, input, data)  # apply's one-tensor path, directly
         input, data = _unary_input(name, input, keep_int, kernel)
-        return apply1(cls, input, data)
+        return record(cls, input, data)
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)

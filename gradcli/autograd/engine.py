@@ -281,7 +281,7 @@ def _roots(tensors, grad_tensors, create_graph):
     for i, t in enumerate(tensors):
         if t.__class__ is not Tensor and not isinstance(t, Tensor):
             raise GradTypeError(f"element {i} of tensors is not a Tensor")
-        node = (t.grad_fn or t._accumulator()) if t._requires_grad else None
+        node = ((t._fn if t._view is None else t.grad_fn) or t._accumulator()) if t._requires_grad else None
         if node is None:  # a view made under no_grad requires grad but has no gradient edge
             raise AutogradError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         info = t._view  # t.output_nr, inlined
@@ -520,7 +520,11 @@ def _walk_plain(stack, heap, buffers, deps, retain_graph: bool, accumulate: bool
     deadline = _DEADLINE
     nxt = None
     node = spop() if stack else heappop(heap)[1] if heap else None
-    while node is not None:
+    while True:  # (a loop that ends in a plain jump back: CPython 3.11 readies a function's specialised
+        # instructions after 8 calls or at such a jump, and ``while node is not None`` ends in a
+        # conditional one, so that one backward of a long chain of one-input nodes ran unspecialised)
+        if node is None:
+            break
         if deadline.expired:  # --timeout: a swallowed alarm is raised again here
             _poll()
         k = node._k

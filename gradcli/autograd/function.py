@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import NEW_CLASS_HOOKS, PACK_SAVED, SAVED_HOOKS, SIZES, Node, _sequence, new_node, note_edge_nrs, sizes, specialised
+from .node import PACK_SAVED, SAVED_HOOKS, SIZES, _sequence, new_node, note_edge_nrs, own_copies, sizes
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -99,7 +99,7 @@ def _result(data, backend, node):
 
 def record2(cls, a, b, da, db, data, attrs=()):
     """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow
-    (the node class's own copy of this function: see ``_own_copies``)."""
+    (the node class's own copy of it: ``node.own_copies``)."""
     return cls._record2(cls, a, b, da, db, data, attrs)
 
 
@@ -175,7 +175,7 @@ def record_number(cls, a, s, da, data, attrs=()):
     a node of ``cls`` whose second input is the number itself, with no edge (torch wraps the
     number in a tensor that does not require grad: the same ``next_functions``). What every
     binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``). The node
-    class's own copy of this function runs (``_own_copies``)."""
+    class's own copy of it runs (``node.own_copies``)."""
     return cls._record_number(cls, a, s, da, data, attrs)
 
 
@@ -222,7 +222,7 @@ def _record_number(cls, a, s, da, data, attrs=()):
 
 def apply1(cls, a, da, attrs=()):
     """``apply`` for one tensor input whose array (after any cast) is ``da`` (the node class's own
-    copy of this function: see ``_own_copies``)."""
+    copy of it: ``node.own_copies``)."""
     return cls._apply1(cls, a, da, attrs)
 
 
@@ -427,22 +427,9 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     return _result(data, backend, node)
 
 
-# -- each node class's own copies of the recording paths -------------------------------------
-
-_COPIED = {"_apply1": _apply1, "_record2": _record2, "_record_number": _record_number}
-
-
-def _own_copies(cls) -> None:
-    """Give node class ``cls`` its own copies of the functions that fill in a new node's slots
-    (``node.specialised``: ~16 stores a node, each then specialised to ``cls``); Node's are the
-    shared originals, for a class made before this module."""
-    for name, fn in _COPIED.items():
-        setattr(cls, name, staticmethod(specialised(fn)))
-
-
-for _name, _fn in _COPIED.items():
-    setattr(Node, _name, staticmethod(_fn))
-NEW_CLASS_HOOKS.append(_own_copies)
+# Each node class records through copies of its own of these (node.own_copies: ~16 slot stores a
+# node, each specialised to the class).
+own_copies(_apply1=_apply1, _record2=_record2, _record_number=_record_number)
 
 
 def backend_of(*xs):

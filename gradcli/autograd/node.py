@@ -73,6 +73,45 @@ PACK_SAVED = [None]
 EDGE_NRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def specialised(fn):
+    """``fn`` again, with a code object of its own: for a function that reads or writes the slots
+    of nodes of many classes, one copy per node class.
+
+    CPython (3.11 on) specialises each attribute access in a code object to the type it meets
+    there, per instruction and in the code object itself. Node classes are many (one per op) and
+    all keep their fields in Node's slots, so one function that fills in or reads a node of
+    whichever class (the ~16 stores of ``function.record2``, the reads of ``_apply_2``) meets a new
+    class at the same instruction call after call and runs it on the generic path: ~0.5 us to make
+    a node against ~0.2 with one class. A copy per class keeps its instructions specialised to
+    that class. It is the same function: same bytecode, globals, defaults and closure."""
+    copy = _FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    copy.__qualname__, copy.__doc__, copy.__module__ = fn.__qualname__, fn.__doc__, fn.__module__
+    return copy
+
+
+_OWN_COPIES: dict = {}  # name -> function that every node class has a copy of (own_copies)
+
+
+def own_copies(**functions) -> None:
+    """Give every node class, those made so far and those to come, its own copy (:func:`specialised`)
+    of each of ``functions``, as a static method of that name; Node keeps the original, for a class
+    that has none. The recording paths that fill in a new node (``function.record2``, ``apply1``,
+    ``views.view_of``...) dispatch to ``cls.<name>``."""
+    for name, fn in functions.items():
+        setattr(Node, name, staticmethod(fn))
+    _OWN_COPIES.update(functions)
+    stack = list(Node.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        _give_copies(cls, functions)
+
+
+def _give_copies(cls, functions) -> None:
+    for name, fn in functions.items():
+        setattr(cls, name, staticmethod(specialised(fn)))
+
+
 class Node:
     """A backward function: takes the gradient of its output, returns one per input.
 
@@ -116,6 +155,7 @@ class Node:
         super().__init_subclass__(**kwargs)
         if register:  # a second class under a name already taken keeps the first in the table
             NODE_CLASSES[cls.__name__] = cls
+        _give_copies(cls, _OWN_COPIES)
         for hook in NEW_CLASS_HOOKS:  # introspection's torch fields (``_saved_self``...) as properties
             hook(cls)
 
@@ -318,7 +358,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     ``derivatives`` maps input names to formula text; an input without a formula
     (or with ``"non_differentiable"``) receives no gradient. ``reuses_grad``: the formula of a
     one-input node may write its result into the gradient it runs on, when nothing else holds
-    that (``F.spare``, set by ``_apply_1_reusing``). ``guarded``: some attributes hold the arrays
+    that (``F.spare``, set by ``_reusing``). ``guarded``: some attributes hold the arrays
     of tensors torch saves (an index, a mask, a target: the op calls ``function.guard_attrs``),
     checked before the backward runs as saved inputs are (``_guarded``).
     """
@@ -341,7 +381,8 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
     if derivatives:
         raise TypeError(f"{name}: formulas for unknown inputs {sorted(derivatives)}")
     k = len(inputs)
-    apply = _apply_1_reusing if reuses_grad and k == 1 else specialised(_APPLY.get(k, _apply_n))
+    # (each class its own copy of the apply function: see specialised)
+    apply = _reusing(specialised(_apply_1)) if reuses_grad and k == 1 else specialised(_APPLY.get(k, _apply_n))
     cls = type(name, (Node,), {
         "__slots__": (),
         "__doc__": doc or f"Backward of {name[:-len('Backward0')] or name}.",
@@ -357,7 +398,7 @@ def define_node(name: str, *, inputs=("self",), attrs=(), broadcasts: bool = Fal
         "_uses": tuple(uses),
         "_arity": k,
         "guarded": guarded,
-        "apply": _guarded(apply) if guarded else apply,
+        "apply": specialised(_guarded(apply)) if guarded else apply,
     })
     # Save plans by bit mask of the inputs that need a gradient (bit i: input i), for the
     # recording fast path: (save input 0, save input 1, save result) for up to two inputs; the
@@ -437,19 +478,21 @@ def _apply_1(node, grad, F, differentiable):
     return (g0,)
 
 
-def _apply_1_reusing(node, grad, F, differentiable):
-    """_apply_1, with ``grad`` lent to the formula (``F.spare``) when it is a large NumPy array that
-    only the backward's walk holds: the references are then the walk's, this function's and
-    getrefcount's argument (a tensor, a view, another node's pending gradient, a hook's argument,
-    the walk's capture would each add one)."""
-    if not differentiable and grad.__class__ is _ndarray and grad.size >= _REUSE_SIZE \
-            and _getrefcount(grad) == 3 and grad.base is None:
-        F.spare = grad
-        try:
-            return _apply_1(node, grad, F, differentiable)
-        finally:
-            F.spare = None
-    return _apply_1(node, grad, F, differentiable)
+def _reusing(apply):
+    """``apply`` (a class's _apply_1), with ``grad`` lent to the formula (``F.spare``) when it is a
+    large NumPy array that only the backward's walk holds: the references are then the walk's,
+    this function's and getrefcount's argument (a tensor, a view, another node's pending gradient,
+    a hook's argument, the walk's capture would each add one)."""
+    def apply_1_reusing(node, grad, F, differentiable):
+        if not differentiable and grad.__class__ is _ndarray and grad.size >= _REUSE_SIZE \
+                and _getrefcount(grad) == 3 and grad.base is None:
+            F.spare = grad
+            try:
+                return apply(node, grad, F, differentiable)
+            finally:
+                F.spare = None
+        return apply(node, grad, F, differentiable)
+    return apply_1_reusing
 
 
 _REUSE_SIZE = 4096  # a smaller gradient is not lent: no formula saves anything on it
@@ -567,22 +610,6 @@ def _apply_3(node, grad, F, differentiable):
 
 
 _APPLY = {1: _apply_1, 2: _apply_2, 3: _apply_3}
-
-
-def specialised(fn):
-    """``fn`` again, with a code object of its own: for a function that reads or writes the slots
-    of nodes of many classes, one copy per node class.
-
-    CPython (3.11 on) specialises each attribute access in a code object to the type it meets
-    there, per instruction and in the code object itself. Node classes are many (one per op) and
-    all keep their fields in Node's slots, so one function that fills in or reads a node of
-    whichever class (the ~16 stores of ``function.record2``, the reads of ``_apply_2``) meets a new
-    class at the same instruction call after call and runs it on the generic path: ~0.5 us to make
-    a node against ~0.2 with one class. A copy per class keeps its instructions specialised to
-    that class. It is the same function: same bytecode, globals, defaults and closure."""
-    copy = _FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    copy.__qualname__, copy.__doc__, copy.__module__ = fn.__qualname__, fn.__doc__, fn.__module__
-    return copy
 
 
 def _guarded(apply):

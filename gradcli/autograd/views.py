@@ -127,7 +127,13 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     A view's node saves nothing (its formula reads the input's sizes and its own attributes), so
     it is made here as ``function.apply1`` makes a node that saves nothing, without apply1's save
     plan (tests/test_view_fast.py checks that the two make the same node); a view op whose
-    formula reads a saved value goes through apply1."""
+    formula reads a saved value goes through apply1. The node class's own copy of this function
+    runs (``node.own_copies``)."""
+    return cls._view_of(cls, input, attrs)
+
+
+def _view_of(cls, input: Tensor, attrs=()) -> Tensor:
+    """:func:`view_of`'s body."""
     plain = _PLAIN.get(cls)
     if plain is None:
         plain = _PLAIN[cls] = cls._arity == 1 and cls._mask_plans is not None and not any(cls._mask_plans[1])
@@ -159,6 +165,7 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
 
 
 _PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
+_node.own_copies(_view_of=_view_of)
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:

@@ -116,7 +116,7 @@ class ArrayMath:
 
     differentiable = False
     # The gradient a one-input node declared ``reuses_grad`` runs its formula on, when nothing else
-    # holds it (a large NumPy array, set around the formula by node._apply_1_reusing): the formula
+    # holds it (a large NumPy array, set around the formula by node._reusing): the formula
     # may write its result into it.
     spare = None
 

@@ -378,7 +378,7 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
     cls = define_node(grad_fn, forward=forward, self=formula, reuses_grad=reuses_grad)
 
     plain = keep_int and kernel is None  # every dtype as it is (abs, relu)
-    record = cls._apply1  # apply1 of the node class's own (function._own_copies), without its dispatch
+    record = cls._apply1  # the node class's own copy of apply1 (node.own_copies), without its dispatch
 
     def unary_op(input):
         if input.__class__ is Tensor:  # the usual call, a float NumPy tensor: nothing to check or cast

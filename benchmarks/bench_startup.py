@@ -89,6 +89,12 @@ def installed_commands(venv: Path, system_site: bool) -> dict[str, list[str]]:
     print(f"installing {ROOT} into {venv} (pip install ., not editable) ...", file=sys.stderr)
     subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(ROOT)],
                    check=True)
+    missing = subprocess.run([python, "-c", "import numpy, lark, typer, rich"], capture_output=True, text=True,
+                             env=_clean_env(), cwd=venv)
+    if missing.returncode:  # (--system-site-packages: the site of the interpreter a venv is made from, not a venv's)
+        raise SystemExit(f"{venv} lacks gradcli's dependencies ({missing.stderr.strip().splitlines()[-1]}): "
+                         f"remove it and run without --system-site-packages, or make it from an interpreter "
+                         f"that has them")
     site = subprocess.run([python, "-c", "import gradcli, os; print(os.path.dirname(gradcli.__file__))"],
                           check=True, capture_output=True, text=True, env=_clean_env(), cwd=venv).stdout.strip()
     if site.startswith(str(ROOT)):

@@ -89,27 +89,34 @@ def specialised(fn):
     return copy
 
 
-_OWN_COPIES: dict = {}  # name -> function that every node class has a copy of (own_copies)
-
-
 def own_copies(**functions) -> None:
-    """Give every node class, those made so far and those to come, its own copy (:func:`specialised`)
-    of each of ``functions``, as a static method of that name; Node keeps the original, for a class
-    that has none. The recording paths that fill in a new node (``function.record2``, ``apply1``,
-    ``views.view_of``...) dispatch to ``cls.<name>``."""
+    """Give every node class its own copy (:func:`specialised`) of each of ``functions``, as a
+    static method of that name, made at its first call for that class (~200 classes are declared
+    at import; a run uses a few). Each function takes the node class first: the recording paths
+    that fill in a new node (``function.record2``, ``apply1``, ``views.view_of``...) dispatch to
+    ``cls.<name>(cls, ...)``."""
     for name, fn in functions.items():
-        setattr(Node, name, staticmethod(fn))
-    _OWN_COPIES.update(functions)
-    stack = list(Node.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
-        _give_copies(cls, functions)
+        setattr(Node, name, staticmethod(_first_call(name, fn)))
 
 
-def _give_copies(cls, functions) -> None:
-    for name, fn in functions.items():
-        setattr(cls, name, staticmethod(specialised(fn)))
+def _first_call(name, fn):
+    """What ``cls.<name>`` is until ``cls`` has its own copy of ``fn``: it makes the copy, sets it
+    on ``cls`` and calls it."""
+    def first_call(cls, *args):
+        return own_copy(cls, name)(cls, *args)
+    first_call.__name__ = first_call.__qualname__ = f"{name}_first_call"
+    first_call.original = fn
+    return first_call
+
+
+def own_copy(cls, name: str):
+    """``cls``'s own copy of the function :func:`own_copies` named ``name``, made now if it has none:
+    for a function that keeps it (an op's closure calls it without the dispatch)."""
+    found = cls.__dict__.get(name)
+    if found is None:
+        found = staticmethod(specialised(getattr(Node, name).original))
+        setattr(cls, name, found)
+    return found.__func__
 
 
 class Node:
@@ -155,7 +162,6 @@ class Node:
         super().__init_subclass__(**kwargs)
         if register:  # a second class under a name already taken keeps the first in the table
             NODE_CLASSES[cls.__name__] = cls
-        _give_copies(cls, _OWN_COPIES)
         for hook in NEW_CLASS_HOOKS:  # introspection's torch fields (``_saved_self``...) as properties
             hook(cls)
 

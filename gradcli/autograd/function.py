@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import DeviceError
 from .grad_mode import STATE as _GRAD
-from .node import PACK_SAVED, SAVED_HOOKS, SIZES, _sequence, new_node, note_edge_nrs, own_copies, sizes
+from .node import BLANK, PACK_SAVED, SAVED_HOOKS, SIZES, _sequence, new_node, note_edge_nrs, sizes
 from ..limits import TRACK_BYTES as _TRACK_BYTES, track as _track
 from .tensor import Tensor, _ndarray_type, inference_saved
 
@@ -98,13 +98,7 @@ def _result(data, backend, node):
 
 
 def record2(cls, a, b, da, db, data, attrs=()):
-    """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow
-    (the node class's own copy of it: ``node.own_copies``)."""
-    return cls._record2(cls, a, b, da, db, data, attrs)
-
-
-def _record2(cls, a, b, da, db, data, attrs=()):
-    """:func:`record2`'s body."""
+    """The result of a two-tensor op already computed as ``data``: a node when a gradient must flow."""
     backend = a._backend
     if a._requires_grad:
         c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
@@ -121,7 +115,7 @@ def _record2(cls, a, b, da, db, data, attrs=()):
         c1 = None
     if not _GRAD.enabled:
         return _make(data, backend)
-    node = _new(cls)
+    node = _new(BLANK)  # filled in as one class, then made a cls (node.BLANK)
     node._n0 = c0
     node._n1 = c1
     node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
@@ -163,6 +157,7 @@ def _record2(cls, a, b, da, db, data, attrs=()):
     kept = _sizes(shape)
     node._shape = kept if kept is not None else sizes(shape)  # the output's shape, for `gradcli graph`
     node._seq = _seq()
+    node.__class__ = cls
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
     if a._view is not None or b._view is not None:  # an input may be output k > 0 of its grad_fn
@@ -174,18 +169,12 @@ def record_number(cls, a, s, da, data, attrs=()):
     """The result of ``a OP s`` (``s`` a Python number, ``a`` a tensor) already computed as ``data``:
     a node of ``cls`` whose second input is the number itself, with no edge (torch wraps the
     number in a tensor that does not require grad: the same ``next_functions``). What every
-    binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``). The node
-    class's own copy of it runs (``node.own_copies``)."""
-    return cls._record_number(cls, a, s, da, data, attrs)
-
-
-def _record_number(cls, a, s, da, data, attrs=()):
-    """:func:`record_number`'s body."""
+    binary operator with a number operand records (``y * 1.0001``, ``w - 0.1 * g``)."""
     backend = a._backend
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
     c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
-    node = _new(cls)
+    node = _new(BLANK)  # filled in as one class, then made a cls (node.BLANK)
     node._n0 = c0
     node._n1 = None
     node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
@@ -213,6 +202,7 @@ def _record_number(cls, a, s, da, data, attrs=()):
     kept = _sizes(shape)
     node._shape = kept if kept is not None else sizes(shape)
     node._seq = _seq()
+    node.__class__ = cls
     if SAVED_HOOKS:
         PACK_SAVED[0](node)
     if a._view is not None:
@@ -221,19 +211,13 @@ def _record_number(cls, a, s, da, data, attrs=()):
 
 
 def apply1(cls, a, da, attrs=()):
-    """``apply`` for one tensor input whose array (after any cast) is ``da`` (the node class's own
-    copy of it: ``node.own_copies``)."""
-    return cls._apply1(cls, a, da, attrs)
-
-
-def _apply1(cls, a, da, attrs=()):
-    """:func:`apply1`'s body."""
+    """``apply`` for one tensor input whose array (after any cast) is ``da``."""
     backend = a._backend
     data = cls.forward(backend.xp, da, *attrs)
     if not a._requires_grad or not _GRAD.enabled:
         return _make(data, backend)
     c0 = (a._fn if a._view is None else a.grad_fn) or a._accumulator()
-    node = _new(cls)
+    node = _new(BLANK)  # filled in as one class, then made a cls (node.BLANK)
     node._n0 = c0
     node._n1 = None
     node._nx = node._sx = None  # _sx: set, so that getattr(node, "_sx", None) never raises (slow)
@@ -260,6 +244,7 @@ def _apply1(cls, a, da, attrs=()):
     kept = _sizes(shape)
     node._shape = kept if kept is not None or shape is None else sizes(shape)
     node._seq = _seq()
+    node.__class__ = cls
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
     if a._view is not None:
@@ -326,14 +311,16 @@ def _saved_version(x):
     return 0 if vc is None else vc[0]
 
 
-def _finish_n(node, attrs, shapes, shape):
-    """The slots ``_record3`` and ``_record_n`` set alike, after the edges and the save plan."""
+def _finish_n(node, cls, attrs, shapes, shape):
+    """The slots ``_record3`` and ``_record_n`` set alike, after the edges and the save plan; then
+    the node (a BLANK until here) becomes a ``cls``."""
     node._attrs = attrs
     node._pre_hooks = None
     node._retain = None
     node._shapes = None if shapes is None else sizes(shapes)
     node._shape = None if shape is None else sizes(shape)
     node._seq = _seq()
+    node.__class__ = cls
     if SAVED_HOOKS:
         PACK_SAVED[0](node)
 
@@ -354,7 +341,7 @@ def _record3(cls, a, b, c, da, db, dc, data, attrs, backend):
         c2 = (c._fn if c._view is None else c.grad_fn) or c._accumulator()
         if c2 is not None:
             mask |= 4
-    node = _new(cls)
+    node = _new(BLANK)  # (node.BLANK)
     node._k = 3
     node._n0, node._n1, node._nx = c0, c1, (c2,)
     p0, p1, p2, save_result = cls._mask_plans[mask]
@@ -369,7 +356,7 @@ def _record3(cls, a, b, c, da, db, dc, data, attrs, backend):
     else:
         node._sx = None
         node._live = True if save_result else None
-    _finish_n(node, attrs, (da.shape, db.shape, dc.shape) if cls.save_sizes else None, data.shape)
+    _finish_n(node, cls, attrs, (da.shape, db.shape, dc.shape) if cls.save_sizes else None, data.shape)
     if a._view is not None or b._view is not None or c._view is not None:
         note_edge_nrs(node, (a, b, c))
     return _result(data, backend, node)
@@ -394,7 +381,7 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
                 views = True
         children.append(child)
         bit <<= 1
-    node = _new(cls)
+    node = _new(BLANK)  # (node.BLANK)
     node._k = len(children)
     node._n0, node._n1 = children[0], children[1]
     node._nx = tuple(children[2:])
@@ -420,16 +407,11 @@ def _record_n(cls, inputs, arrays, data, attrs, backend):
     else:
         node._sx = None
         node._live = True if save_result else None
-    _finish_n(node, attrs, tuple([a.shape if a.__class__ is _ndarray else getattr(a, "shape", ()) for a in arrays])
+    _finish_n(node, cls, attrs, tuple([a.shape if a.__class__ is _ndarray else getattr(a, "shape", ()) for a in arrays])
               if cls.save_sizes else None, getattr(data, "shape", None))
     if views:
         note_edge_nrs(node, inputs)
     return _result(data, backend, node)
-
-
-# Each node class records through copies of its own of these (node.own_copies: ~16 slot stores a
-# node, each specialised to the class).
-own_copies(_apply1=_apply1, _record2=_record2, _record_number=_record_number)
 
 
 def backend_of(*xs):

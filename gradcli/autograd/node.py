@@ -74,49 +74,18 @@ EDGE_NRS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def specialised(fn):
-    """``fn`` again, with a code object of its own: for a function that reads or writes the slots
-    of nodes of many classes, one copy per node class.
+    """``fn`` again, with a code object of its own: each node class's copy of its ``apply``.
 
     CPython (3.11 on) specialises each attribute access in a code object to the type it meets
     there, per instruction and in the code object itself. Node classes are many (one per op) and
-    all keep their fields in Node's slots, so one function that fills in or reads a node of
-    whichever class (the ~16 stores of ``function.record2``, the reads of ``_apply_2``) meets a new
-    class at the same instruction call after call and runs it on the generic path: ~0.5 us to make
-    a node against ~0.2 with one class. A copy per class keeps its instructions specialised to
-    that class. It is the same function: same bytecode, globals, defaults and closure."""
+    all keep their fields in Node's slots, so one ``_apply_2`` reading the saved values of a
+    MulBackward0, then an AddBackward0, then a DivBackward0... meets a new class at the same
+    instructions node after node and runs them on the generic path. A copy per class keeps its
+    reads specialised to that class. It is the same function: same bytecode, globals, defaults
+    and closure. (Making nodes has the same problem, solved otherwise: see BLANK.)"""
     copy = _FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__qualname__, copy.__doc__, copy.__module__ = fn.__qualname__, fn.__doc__, fn.__module__
     return copy
-
-
-def own_copies(**functions) -> None:
-    """Give every node class its own copy (:func:`specialised`) of each of ``functions``, as a
-    static method of that name, made at its first call for that class (~200 classes are declared
-    at import; a run uses a few). Each function takes the node class first: the recording paths
-    that fill in a new node (``function.record2``, ``apply1``, ``views.view_of``...) dispatch to
-    ``cls.<name>(cls, ...)``."""
-    for name, fn in functions.items():
-        setattr(Node, name, staticmethod(_first_call(name, fn)))
-
-
-def _first_call(name, fn):
-    """What ``cls.<name>`` is until ``cls`` has its own copy of ``fn``: it makes the copy, sets it
-    on ``cls`` and calls it."""
-    def first_call(cls, *args):
-        return own_copy(cls, name)(cls, *args)
-    first_call.__name__ = first_call.__qualname__ = f"{name}_first_call"
-    first_call.original = fn
-    return first_call
-
-
-def own_copy(cls, name: str):
-    """``cls``'s own copy of the function :func:`own_copies` named ``name``, made now if it has none:
-    for a function that keeps it (an op's closure calls it without the dispatch)."""
-    found = cls.__dict__.get(name)
-    if found is None:
-        found = staticmethod(specialised(getattr(Node, name).original))
-        setattr(cls, name, found)
-    return found.__func__
 
 
 class Node:
@@ -270,6 +239,20 @@ def _result_modified(node: Node, result):
     counter, expected, *view_node = node._vr  # a third item: a weak reference to the view's node
     producer = (view_node[0]() if view_node else None) or node
     return AutogradError(_modified_message(result, producer, counter[0], expected))
+
+
+class _Blank(Node, register=False):
+    """What every recording path fills a new node in as, before it becomes its op's class: see BLANK."""
+    __slots__ = ()
+
+
+# The recording paths (function.record2, record_number, apply1, views.view_of) make a new node as a
+# BLANK, store its ~16 slots, and only then give it its op's class (``node.__class__ = cls``: every
+# define_node class has Node's layout). CPython (3.11 on) specialises each attribute store to the
+# type it meets there, per instruction: stored as their own classes, the nodes of every op met the
+# same instructions in turn (record2 makes a MulBackward0, then an AddBackward0...) and took the
+# generic path, 2.7x the time (~0.53 us a node against ~0.2; the class assignment costs ~0.06).
+BLANK = _Blank
 
 
 class AccumulateGrad(Node):

@@ -36,7 +36,7 @@ import weakref
 from ..errors import AutogradError
 from .grad_mode import STATE as _GRAD
 from . import node as _node
-from .node import EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED, sizes
+from .node import BLANK, EDGE_NRS, PACK_SAVED, SAVED_HOOKS, Node, _FREED, sizes
 from . import tensor as _tensor_module
 from .function import _result, apply1 as _apply1
 from .tensor import Tensor
@@ -127,13 +127,7 @@ def view_of(cls, input: Tensor, attrs=()) -> Tensor:
     A view's node saves nothing (its formula reads the input's sizes and its own attributes), so
     it is made here as ``function.apply1`` makes a node that saves nothing, without apply1's save
     plan (tests/test_view_fast.py checks that the two make the same node); a view op whose
-    formula reads a saved value goes through apply1. The node class's own copy of this function
-    runs (``node.own_copies``)."""
-    return cls._view_of(cls, input, attrs)
-
-
-def _view_of(cls, input: Tensor, attrs=()) -> Tensor:
-    """:func:`view_of`'s body."""
+    formula reads a saved value goes through apply1."""
     plain = _PLAIN.get(cls)
     if plain is None:
         plain = _PLAIN[cls] = cls._arity == 1 and cls._mask_plans is not None and not any(cls._mask_plans[1])
@@ -144,7 +138,7 @@ def _view_of(cls, input: Tensor, attrs=()) -> Tensor:
     data = cls.forward(backend.xp, da, *attrs)
     if not input._requires_grad or not _GRAD.enabled:
         return make_view(_make(data, backend), input, cls, attrs)
-    node = _new(cls)
+    node = _new(BLANK)  # (as function.record2 makes its nodes: node.BLANK)
     node._n0 = (input._fn if input._view is None else input.grad_fn) or input._accumulator()  # (function.py's form)
     node._n1 = node._nx = node._sx = node._s0 = node._s1 = node._sr = node._vr = node._live = None
     node._k = 1
@@ -154,6 +148,7 @@ def _view_of(cls, input: Tensor, attrs=()) -> Tensor:
     node._shapes = sizes((da.shape,)) if cls.save_sizes else None
     node._shape = sizes(data.shape)
     node._seq = _node._next_seq()  # the anomaly mode's counter when it is on
+    node.__class__ = cls
     if SAVED_HOOKS:  # inside autograd.graph.saved_tensors_hooks
         PACK_SAVED[0](node)
     info = input._view
@@ -165,7 +160,6 @@ def _view_of(cls, input: Tensor, attrs=()) -> Tensor:
 
 
 _PLAIN: dict = {}  # view node class -> does it save nothing (so view_of may make its node)?
-_node.own_copies(_view_of=_view_of)
 
 
 def make_view(out: Tensor, input: Tensor, cls, attrs=(), output_nr: int = 0, multi: bool = False) -> Tensor:

@@ -20,7 +20,7 @@ from ..autograd.function import _devices_differ, apply, apply1, apply2, apply3, 
 from .registry import BROADCASTS as _BROADCASTS, FUNCTIONS, alias as _alias, as_tensor_arg, op
 from ..autograd.grad_mode import STATE as _GRAD
 from ..limits import LIMITS, TRACK_BYTES, check_numel
-from ..autograd.node import define_node, formula_helpers, own_copy
+from ..autograd.node import define_node, formula_helpers
 from ..autograd.tensor import Tensor
 from ..autograd.views import rebase, unrecorded_array, writable
 from .inplace import inplace_variant, scalar_type as _scalar_type
@@ -378,15 +378,14 @@ def _unary(name, grad_fn, forward, formula, doc, keep_int=False, operator=None, 
     cls = define_node(grad_fn, forward=forward, self=formula, reuses_grad=reuses_grad)
 
     plain = keep_int and kernel is None  # every dtype as it is (abs, relu)
-    record = own_copy(cls, "_apply1")  # the node class's own apply1 (node.own_copies), without its dispatch
 
     def unary_op(input):
         if input.__class__ is Tensor:  # the usual call, a float NumPy tensor: nothing to check or cast
             data = input._data
             if plain or data.__class__ is _ndarray and data.dtype.kind == "f":
-                return record(cls, input, data)  # apply's one-tensor path, directly
+                return apply1(cls, input, data)  # apply's one-tensor path, directly
         input, data = _unary_input(name, input, keep_int, kernel)
-        return record(cls, input, data)
+        return apply1(cls, input, data)
     unary_op.__name__ = unary_op.__qualname__ = name
     unary_op.__doc__ = doc
     return op(cls, operator=operator, namespaces=namespaces, inplace=inplace)(unary_op)

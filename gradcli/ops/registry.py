@@ -28,7 +28,7 @@ import operator as _operator
 from ..autograd.factory import tensor
 from ..backend.numpy_fast import number_array
 from ..autograd.grad_mode import STATE as _GRAD_STATE
-from ..autograd.node import own_copy
+from ..autograd.function import record2, record_number
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradTypeError
 
@@ -293,7 +293,6 @@ def _fast_operator(info: Op):
     attrs = tuple(defaults[a].default for a in cls.attr_names)
     grad_state = _GRAD_STATE
     broadcasts = BROADCASTS
-    record2, record_number = own_copy(cls, "_record2"), own_copy(cls, "_record_number")  # (no dispatch)
 
     def operator(a, b):
         kind = b.__class__

@@ -25,7 +25,7 @@ A second table times typical programs as chains (``y = y * 1.0001`` ... then one
 of the seed articles (Python-number operands, unary functions, an SGD-like step, reductions). A third
 times an optimizer's in-place updates of a parameter under no_grad (``p -= 0.1 * g``, ``g.zero_()``).
 
-    python benchmarks/bench_ops.py [--calls 1000] [--rounds 5] [--only NAME ...] [--markdown] [--device cuda]
+    python benchmarks/bench_ops.py [--calls 1000] [--rounds 9] [--only NAME ...] [--markdown] [--device cuda]
     python benchmarks/bench_ops.py --batch 64 --calls 200   # the same cases on 64 rows
 """
 
@@ -499,7 +499,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=1000, help="outputs per measurement (fan-out)")
     ap.add_argument("--steps", type=int, default=20000, help="ops per typical-program chain")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=9, help="timed rounds of each engine (the figure: the fastest)")
     ap.add_argument("--only", nargs="+", help="op names to measure (default: all)")
     ap.add_argument("--no-mixes", action="store_true", help="skip the typical-program chains")
     ap.add_argument("--markdown", action="store_true", help="also print Markdown for RESULTS.md")

@@ -20,6 +20,7 @@ timed benchmarks beside torch are the figures.
 
     python benchmarks/instructions.py --phases 10000
     python benchmarks/instructions.py --cases "x.log_softmax(1)" "x * y" --against HEAD~3
+    python benchmarks/instructions.py --cases=-x    (a label that starts with "-": one, after "=")
 
 Needs valgrind (Debian's package ``valgrind``).
 """

@@ -27,8 +27,8 @@ import operator as _operator
 
 from ..autograd.factory import tensor
 from ..backend.numpy_fast import number_array
-from ..autograd.grad_mode import STATE as _GRAD_STATE
 from ..autograd.function import record2, record_number
+from ..autograd.grad_mode import STATE as _GRAD_STATE
 from ..autograd.tensor import Tensor
 from ..errors import GradcliError, GradTypeError
 

@@ -43,7 +43,7 @@ from .modules import Module
 from .statements import _EMPTY, STATEMENTS as _STATEMENTS, Check, Pending as _Pending, Statements  # noqa: F401
 from .sandbox import CONSTANTS, EXPLICIT_BACKWARD, PYTHON_BUILTINS, TENSOR_ATTRS, TENSOR_METHODS, registered_builtins, suggest
 from .values import (
-    _MISSING, MAX_SEQUENCE, NUMBER_OPERATORS, BuiltinRef, UserFunction, binary_op, compare, display, iterate,
+    _MISSING, MAX_SEQUENCE, DIRECT_OPERATORS, BuiltinRef, UserFunction, binary_op, compare, display, iterate,
     make_dict, subscript,
     translate_exception, truth, type_name, unary_op, unpack,
 )
@@ -498,9 +498,7 @@ class Evaluator(Statements):
                 elif op == BINARY:
                     b = pop()
                     a = values[-1]
-                    cb = b.__class__
-                    if a.__class__ is Tensor and (cb is Tensor and arg in BINARY_OPERATORS or
-                                                  (cb is float or cb is int) and arg in NUMBER_OPERATORS):
+                    if a.__class__ is Tensor and arg in DIRECT_OPERATORS[b.__class__]:
                         values[-1] = BINARY_OPERATORS[arg](a, b)
                     else:
                         values[-1] = binary_op(arg, a, b)
@@ -607,9 +605,7 @@ class Evaluator(Statements):
                             b = env[name] if name in env and name not in scope else self._lookup(name, right, scope)
                         op = n.op
                         try:
-                            cb = b.__class__
-                            if a.__class__ is Tensor and (cb is Tensor and op in BINARY_OPERATORS or
-                                                          (cb is float or cb is int) and op in NUMBER_OPERATORS):
+                            if a.__class__ is Tensor and op in DIRECT_OPERATORS[b.__class__]:
                                 values.append(BINARY_OPERATORS[op](a, b))
                             else:
                                 values.append(binary_op(op, a, b))
@@ -672,9 +668,7 @@ class Evaluator(Statements):
                 a = values[-1]
                 op = n.op
                 try:
-                    cb = b.__class__
-                    if a.__class__ is Tensor and (cb is Tensor and op in BINARY_OPERATORS or
-                                                  (cb is float or cb is int) and op in NUMBER_OPERATORS):
+                    if a.__class__ is Tensor and op in DIRECT_OPERATORS[b.__class__]:
                         values[-1] = BINARY_OPERATORS[op](a, b)
                     else:
                         values[-1] = binary_op(op, a, b)

@@ -154,9 +154,21 @@ _SEQUENCES = (str, list, tuple)
 _PLAIN = frozenset((int, float, Tensor))
 _TENSOR_NUMBER = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
                   "**": operator.pow, "%": operator.mod, "//": operator.floordiv}
-# The operators whose declared function takes a Python number on the right of a tensor (``x * 1.5``):
-# binary_op's first case, which the evaluator's walks test inline.
-NUMBER_OPERATORS = frozenset(op for op in _TENSOR_NUMBER if op in BINARY_OPERATORS)
+# binary_op's first case, by the class of the operand on the right of a tensor: the operators whose
+# declared function takes it as it is (every one a tensor; those of _TENSOR_NUMBER a Python number,
+# ``x * 1.5``). The evaluator's walks test it inline: ``op in DIRECT_OPERATORS[b.__class__]``.
+_NUMBER_OPERATORS = frozenset(op for op in _TENSOR_NUMBER if op in BINARY_OPERATORS)
+
+
+class _ByClass(dict):
+    """A class's operators, none for a class not listed (a subscript: cheaper than ``.get`` on the hot path)."""
+    __slots__ = ()
+
+    def __missing__(self, key):
+        return ()
+
+
+DIRECT_OPERATORS = _ByClass({Tensor: BINARY_OPERATORS.keys(), float: _NUMBER_OPERATORS, int: _NUMBER_OPERATORS})
 _NUMBER_NUMBER = {"+": lambda a, b: check_int(a + b), "-": lambda a, b: check_int(a - b),
                   "*": lambda a, b: check_int(a * b)}
 MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
@@ -165,7 +177,7 @@ MAX_SEQUENCE = 10_000_000  # the longest string or list an operator may build
 def binary_op(op, a, b):
     """``a op b`` for ``op`` in ``+ - * / @ ** % //``."""
     ca, cb = a.__class__, b.__class__
-    if ca is Tensor and (cb is Tensor and op in BINARY_OPERATORS or (cb is float or cb is int) and op in NUMBER_OPERATORS):
+    if ca is Tensor and op in DIRECT_OPERATORS[cb]:
         # the common cases, a tensor with a tensor or a Python number: the function the op declared
         # for its operator (what Tensor's operator is, without Python's dispatch to it)
         return BINARY_OPERATORS[op](a, b)
